@@ -1,0 +1,114 @@
+"""The parsed statement kinds, as frozen dataclasses.
+
+A pipeline is an ordered list of these. They carry no Spark objects: parsing needs no
+SparkSession, so ``--dry-run`` errors come fast and tests run without a JVM.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Optional, Union
+
+from job.errors import Origin
+
+
+@dataclass(frozen=True)
+class StatementText:
+    """One statement's raw text (no trailing ``;``) and where its first character is."""
+
+    text: str
+    origin: Origin
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column of a CREATE TABLE.
+
+    ``kind`` is ``physical`` (read from the payload), ``computed`` (``c AS expr``) or
+    ``metadata`` (``METADATA [FROM 'key'] [VIRTUAL]``). ``spark_type`` is a Spark DDL
+    type string ("bigint", "decimal(10,2)", "struct<a:int>"); ``flink_type`` is the type
+    as the user wrote it.
+    """
+
+    name: str
+    spark_type: str
+    flink_type: str
+    nullable: bool = True
+    kind: str = "physical"              # physical | computed | metadata
+    expression: Optional[str] = None    # computed columns: a Spark SQL expression
+    metadata_key: Optional[str] = None  # metadata columns: FROM 'key', else the name
+    virtual: bool = False               # metadata VIRTUAL: read-only, never written
+    comment: Optional[str] = None
+
+    @property
+    def is_physical(self) -> bool:
+        return self.kind == "physical"
+
+    @property
+    def is_persisted(self) -> bool:
+        """Written by a sink: physical columns and non-virtual metadata."""
+        return self.kind == "physical" or (self.kind == "metadata" and not self.virtual)
+
+
+@dataclass(frozen=True)
+class Watermark:
+    """``WATERMARK FOR column AS expression``; ``delay`` is Spark's withWatermark delay
+    ("5 seconds") when the expression has the usual ``column - INTERVAL …`` shape."""
+
+    column: str
+    expression: str
+    delay: str
+
+
+@dataclass(frozen=True)
+class CreateTable:
+    name: str
+    columns: tuple[Column, ...]
+    options: Mapping[str, str] = field(default_factory=dict, compare=False)
+    primary_key: tuple[str, ...] = ()
+    watermark: Optional[Watermark] = None
+    partitioned_by: tuple[str, ...] = ()
+    temporary: bool = False
+    if_not_exists: bool = False
+    source: Optional[StatementText] = None
+    # Where each option's key was written, for errors that name an option.
+    option_origins: Mapping[str, Origin] = field(default_factory=dict, compare=False)
+
+    def column(self, name: str) -> Optional[Column]:
+        for c in self.columns:
+            if c.name.lower() == name.lower():
+                return c
+        return None
+
+    @property
+    def physical_columns(self) -> tuple[Column, ...]:
+        return tuple(c for c in self.columns if c.is_physical)
+
+
+@dataclass(frozen=True)
+class CreateView:
+    name: str
+    query: str                      # the SELECT, verbatim
+    query_origin: Origin            # where the SELECT's first character is
+    column_names: tuple[str, ...] = ()
+    temporary: bool = False
+    source: Optional[StatementText] = None
+
+
+@dataclass(frozen=True)
+class SetOption:
+    key: str
+    value: str
+    source: Optional[StatementText] = None
+
+
+@dataclass(frozen=True)
+class Insert:
+    table: str
+    query: str                      # the SELECT, verbatim
+    query_origin: Origin
+    column_names: tuple[str, ...] = ()
+    overwrite: bool = False
+    source: Optional[StatementText] = None
+
+
+Statement = Union[CreateTable, CreateView, SetOption, Insert]
