@@ -1,0 +1,64 @@
+"""The pipeline's tables and views, by name (case-insensitive, like Flink's default)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from job.connectors.base import APPEND, CHANGELOG, UPSERT
+from job.errors import PipelineError
+from job.sql.statements import CreateTable, CreateView
+
+
+def short_name(name: str) -> str:
+    """'cat.db.users' → 'users': tables are registered under their last name part."""
+    return name.replace("`", "").split(".")[-1]
+
+
+@dataclass
+class Catalog:
+    tables: dict[str, CreateTable] = field(default_factory=dict)
+    views: dict[str, CreateView] = field(default_factory=dict)
+
+    def add_table(self, table: CreateTable) -> None:
+        self._check_free(table.name, table.source, table.if_not_exists)
+        if table.if_not_exists and self.lookup(table.name):
+            return
+        self.tables[short_name(table.name).lower()] = table
+
+    def add_view(self, view: CreateView) -> None:
+        self._check_free(view.name, view.source, False)
+        self.views[short_name(view.name).lower()] = view
+
+    def _check_free(self, name: str, source, if_not_exists: bool) -> None:
+        existing = self.lookup(name)
+        if existing is not None and not if_not_exists:
+            where = existing.source.origin if existing.source else None
+            raise PipelineError(f"'{name}' is already defined{f' at {where}' if where else ''}",
+                                origin=source.origin if source else None, statement=source.text if source else None,
+                                hint="table and view names must be unique in a pipeline")
+
+    def lookup(self, name: str):
+        key = short_name(name).lower()
+        return self.tables.get(key) or self.views.get(key)
+
+    def table(self, name: str) -> Optional[CreateTable]:
+        return self.tables.get(short_name(name).lower())
+
+    def view(self, name: str) -> Optional[CreateView]:
+        return self.views.get(short_name(name).lower())
+
+
+def table_mode(table: CreateTable) -> str:
+    """append / upsert / changelog, from the connector and the value format.
+
+    A changelog format (debezium-json) makes any connector's table a changelog; with a
+    PRIMARY KEY it is read as upserts (latest row per key), which tolerates duplicates.
+    """
+    from job.connectors.registry import connector_for, formats
+
+    connector = connector_for(table)
+    fmt_name = table.options.get("value.format") or table.options.get("format")
+    fmt = formats().get(fmt_name) if fmt_name else None
+    if fmt is not None and fmt.changelog:
+        return UPSERT if table.primary_key else CHANGELOG
+    return connector.source_mode or APPEND

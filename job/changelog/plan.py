@@ -1,0 +1,434 @@
+"""SELECT → a chain of changelog operators in one streaming query.
+
+sqlglot gives the query's shape (FROM, JOINs, WHERE, GROUP BY, HAVING, the select
+list); every per-row expression is handed back to Spark as SQL over internal column
+names, so filters, projections, CASE and all of Spark's functions work anywhere. Only
+what Spark cannot do on a changelog — normalizing upserts, joining and aggregating with
+retractions — runs in the operators of :mod:`job.changelog.operators`.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import sqlglot
+from sqlglot import exp
+
+from job.catalog import Catalog
+from job.changelog import operators as ops
+from job.changelog.relation import ROW_JSON, SIGN, Field, Rel, conjuncts, output_name, rewrite
+from job.connectors.base import APPEND, UPSERT, SourceStream
+from job.errors import PipelineError
+
+BUCKET = "__bucket"
+SUPPORTED_AGGS = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max"}
+WINDOW_FUNCTIONS = ("window", "session_window", "tumble", "hop", "session", "cumulate")
+
+
+def parse_select(sql: str) -> exp.Expression:
+    try:
+        return sqlglot.parse_one(sql, read="spark")
+    except sqlglot.errors.ParseError as exc:
+        first = exc.errors[0] if exc.errors else {}
+        raise PipelineError(f"cannot parse the query: {first.get('description', exc)}",
+                            hint="the query is Spark SQL; check the statement near this position") from None
+
+
+def is_windowed(group: Optional[exp.Expression]) -> bool:
+    if group is None:
+        return False
+    return any(f.name.lower() in WINDOW_FUNCTIONS or type(f).__name__.lower() in WINDOW_FUNCTIONS
+               for f in group.find_all(exp.Func))
+
+
+class Planner:
+    """Plans one INSERT's SELECT. ``open_source(table)`` returns the table's
+    :class:`SourceStream` with its bad-record policy already applied."""
+
+    def __init__(self, spark, catalog: Catalog, open_source: Callable[[object], SourceStream], buckets: int) -> None:
+        self.spark = spark
+        self.catalog = catalog
+        self.open_source = open_source
+        self.buckets = buckets
+        self._n = 0
+        self._ctes: dict[str, exp.Expression] = {}
+
+    # ------------------------------------------------------------------ helpers
+    def fresh(self, prefix: str = "_c") -> str:
+        self._n += 1
+        return f"{prefix}{self._n}"
+
+    def bucket(self, key_col):
+        from pyspark.sql import functions as F
+
+        return F.pmod(F.xxhash64(key_col), F.lit(self.buckets)).alias(BUCKET)
+
+    def stateful(self, df, processor, schema: str):
+        return df.groupBy(BUCKET).transformWithStateInPandas(processor, schema, "Append", "None")
+
+    def empty_like(self, *rels: Rel):
+        """An empty batch DataFrame with the rels' columns, for Spark to type expressions."""
+        from pyspark.sql.types import StructType
+
+        fields = [f for rel in rels for f in rel.schema_of().fields]
+        return self.spark.createDataFrame([], StructType(fields))
+
+    @staticmethod
+    def row_json(cols: list[str]):
+        from pyspark.sql import functions as F
+
+        return F.to_json(F.struct(*[F.col(f"`{c}`") for c in cols]), ROW_JSON)
+
+    @staticmethod
+    def from_row_json(column: str, schema):
+        from pyspark.sql import functions as F
+
+        parsed = F.from_json(F.col(column), schema, ROW_JSON)
+        return [parsed[f.name].alias(f.name) for f in schema.fields]
+
+    # ------------------------------------------------------------------ queries
+    def plan(self, sql: str) -> Rel:
+        return self.query(parse_select(sql))
+
+    def query(self, node: exp.Expression) -> Rel:
+        if isinstance(node, exp.Subquery):
+            return self.query(node.this)
+        if isinstance(node, exp.Union):
+            rel = self.union_all([self.query(node.this), self.query(node.expression)])
+            return self.distinct(rel) if node.args.get("distinct") else rel
+        if not isinstance(node, exp.Select):
+            raise PipelineError(f"'{node.key.upper()}' is not supported as a streaming query",
+                                hint="write INSERT INTO … SELECT …")
+        for clause in ("order", "limit", "offset"):
+            if node.args.get(clause):
+                raise PipelineError(f"{clause.upper()} is not supported in a streaming query",
+                                    hint="a streaming result has no order; sort where you read the sink")
+        with_ = node.args.get("with_") or node.args.get("with")
+        if with_:
+            for cte in with_.expressions:
+                self._ctes[cte.alias.lower()] = cte.this
+        from_ = node.args.get("from_") or node.args.get("from")
+        if from_ is None:
+            raise PipelineError("a streaming query needs a FROM clause")
+        rel = self.relation(from_.this)
+        for join in node.args.get("joins") or []:
+            rel = self.join(rel, self.relation(join.this), join)
+        if node.args.get("where"):
+            rel = self.filter(rel, node.args["where"].this, "WHERE")
+        group = node.args.get("group")
+        has_aggs = any(True for item in node.expressions for _ in self.agg_calls(item))
+        if group is not None or has_aggs or node.args.get("having"):
+            if is_windowed(group):
+                raise PipelineError("a windowed GROUP BY needs an append-only input, but this query reads a changelog",
+                                    hint="window aggregations run on Spark's native operators over append-only tables")
+            return self.aggregate(rel, node)
+        rel = self.project(rel, node.expressions)
+        return self.distinct(rel) if node.args.get("distinct") else rel
+
+    def relation(self, node: exp.Expression) -> Rel:
+        alias = node.alias_or_name if hasattr(node, "alias_or_name") else None
+        if isinstance(node, exp.Subquery):
+            return self.requalify(self.query(node.this), node.alias or None)
+        if not isinstance(node, exp.Table):
+            raise PipelineError(f"'{node.sql(dialect='spark')}' is not supported in FROM",
+                                hint="use table names, views or subqueries")
+        name = node.name
+        if name.lower() in self._ctes:
+            return self.requalify(self.query(self._ctes[name.lower()]), alias)
+        view = self.catalog.view(name)
+        if view is not None:
+            rel = self.requalify(self.plan(view.query), alias)
+            if view.column_names:
+                rel.fields = [Field(n, f.qualifier, f.col) for n, f in zip(view.column_names, rel.fields)]
+            return rel
+        table = self.catalog.table(name)
+        if table is None:
+            raise PipelineError(f"table or view '{name}' is not defined", hint="define it with CREATE TABLE or CREATE VIEW first")
+        return self.scan(table, alias or name)
+
+    @staticmethod
+    def requalify(rel: Rel, alias: Optional[str]) -> Rel:
+        rel.fields = [Field(f.name, alias, f.col) for f in rel.fields]
+        return rel
+
+    # ------------------------------------------------------------------ scan
+    def scan(self, table, alias: str) -> Rel:
+        from pyspark.sql import functions as F
+
+        stream = self.open_source(table)
+        df = stream.df
+        names = [c.name for c in table.columns]
+        fields = [Field(n, alias, self.fresh()) for n in names]
+        renamed = [F.col(f"`{n}`").alias(f.col) for n, f in zip(names, fields)]
+        if stream.mode == APPEND:
+            return Rel(df.select(*renamed, F.lit(1).alias(SIGN)), fields, append_only=True,
+                       steps=[f"scan {table.name}: append-only"])
+        if stream.mode == UPSERT:
+            pk_cols = [f.col for f in fields if f.name in table.primary_key]
+            staged = df.select(*renamed, F.col("__kind").alias("kind"), F.col("__seq_major").alias("seq_major"),
+                               F.col("__seq_minor").alias("seq_minor"))
+            cols = [f.col for f in fields]
+            prepared = staged.select(self.row_json(pk_cols).alias("k"), self.row_json(cols).alias("row"),
+                                     "kind", "seq_major", "seq_minor")
+            prepared = prepared.select(self.bucket(F.col("k")), "*")
+            normalized = self.stateful(prepared, ops.Normalize(), ops.Normalize.OUTPUT)
+            schema = staged.select(*cols).schema
+            out = normalized.select(*self.from_row_json("row", schema), F.col("sign").alias(SIGN))
+            return Rel(out, fields, append_only=False, unique_key=frozenset(pk_cols),
+                       steps=[f"scan {table.name}: upsert source → normalize by PRIMARY KEY "
+                              f"({', '.join(table.primary_key)}) into retractions [stateful, {self.buckets} buckets]"])
+        sign = F.when(F.col("__kind").isin("+I", "+U"), F.lit(1)).otherwise(F.lit(-1))
+        return Rel(df.select(*renamed, sign.alias(SIGN)), fields, append_only=False,
+                   steps=[f"scan {table.name}: changelog source (+I/-U/+U/-D → signed rows)"])
+
+    # ------------------------------------------------------------------ filter / project
+    def filter(self, rel: Rel, cond: exp.Expression, where: str) -> Rel:
+        from pyspark.sql import functions as F
+
+        rel.df = rel.df.filter(F.expr(rewrite(cond, rel, where)))
+        return rel
+
+    def expand(self, rel: Rel, items: list[exp.Expression]) -> list[tuple[str, exp.Expression]]:
+        """Select items → (output name, expression), with * and t.* expanded."""
+        out = []
+        for item in items:
+            if isinstance(item, exp.Star):
+                out += [(f.name, exp.column(f.name, f.qualifier)) for f in rel.fields]
+            elif isinstance(item, exp.Column) and isinstance(item.this, exp.Star):
+                q = item.table.lower()
+                out += [(f.name, exp.column(f.name, f.qualifier)) for f in rel.fields if (f.qualifier or "").lower() == q]
+            else:
+                out.append((output_name(item), item.this if isinstance(item, exp.Alias) else item))
+        return out
+
+    def project(self, rel: Rel, items: list[exp.Expression], replacements: Optional[dict] = None) -> Rel:
+        from pyspark.sql import functions as F
+
+        selected, fields, renames = [], [], {}
+        for name, expression in self.expand(rel, items):
+            sql = rewrite(expression, rel, "the select list", replacements)
+            col = self.fresh()
+            selected.append(F.expr(sql).alias(col))
+            fields.append(Field(name, None, col))
+            plain = sql.strip("`")
+            if sql == f"`{plain}`" and plain in rel.cols():
+                renames.setdefault(plain, col)
+        key = None
+        if rel.unique_key is not None and all(c in renames for c in rel.unique_key):
+            key = frozenset(renames[c] for c in rel.unique_key)
+        return Rel(rel.df.select(*selected, F.col(SIGN)), fields, rel.append_only, key, rel.steps)
+
+    def union_all(self, rels: list[Rel]) -> Rel:
+        from pyspark.sql import functions as F
+
+        width = len(rels[0].fields)
+        if any(len(r.fields) != width for r in rels):
+            raise PipelineError("UNION ALL inputs have different numbers of columns")
+        cols = [self.fresh() for _ in range(width)]
+        frames = [r.df.select(*[F.col(f.col).alias(c) for f, c in zip(r.fields, cols)], F.col(SIGN)) for r in rels]
+        df = frames[0]
+        for other in frames[1:]:
+            df = df.unionByName(other)
+        fields = [Field(f.name, None, c) for f, c in zip(rels[0].fields, cols)]
+        return Rel(df, fields, all(r.append_only for r in rels), None, sum((r.steps for r in rels), []) + ["union all"])
+
+    # ------------------------------------------------------------------ join
+    def join(self, left: Rel, right: Rel, node: exp.Join) -> Rel:
+        from pyspark.sql import functions as F
+
+        side = (node.args.get("side") or "").lower()
+        kind = {"left": "left", "right": "right", "full": "full"}.get(side, "inner")
+        if (node.args.get("kind") or "").lower() == "cross" or (node.args.get("on") is None and not node.args.get("using")):
+            raise PipelineError("a streaming join needs an ON clause with at least one equality",
+                                hint="cross joins of changelogs are not supported")
+        conds = conjuncts(node.args.get("on"))
+        for name in node.args.get("using") or []:
+            col = name.name if hasattr(name, "name") else str(name)
+            # Unqualified on both sides: each resolves in its own input below.
+            conds.append(exp.EQ(this=exp.column(col), expression=exp.column(col)))
+        pairs, left_only, right_only, mixed = [], [], [], []
+        for cond in conds:
+            if isinstance(cond, exp.EQ):
+                a, b = cond.this, cond.expression
+                if left.refers_only_to(a) and right.refers_only_to(b):
+                    pairs.append((a, b))
+                    continue
+                if left.refers_only_to(b) and right.refers_only_to(a):
+                    pairs.append((b, a))
+                    continue
+            if left.refers_only_to(cond):
+                left_only.append(cond)
+            elif right.refers_only_to(cond):
+                right_only.append(cond)
+            else:
+                mixed.append(cond)
+        if not pairs:
+            raise PipelineError("a streaming join needs at least one equality between the two sides in its ON clause")
+        if mixed and kind != "inner":
+            raise PipelineError(f"the {kind.upper()} JOIN condition '{mixed[0].sql(dialect='spark')}' compares both sides "
+                                "with something other than '='", hint="move it to WHERE, or make the join INNER")
+
+        # A side-only condition on the *preserved* side of an outer join decides whether
+        # the row may match at all (unmatched rows are still emitted, padded with NULLs);
+        # on the other side it simply filters the input.
+        left_gate = left_only if kind in ("left", "full") else []
+        right_gate = right_only if kind in ("right", "full") else []
+        for cond in ([] if left_gate else left_only):
+            left = self.filter(left, cond, "the JOIN condition")
+        for cond in ([] if right_gate else right_only):
+            right = self.filter(right, cond, "the JOIN condition")
+
+        probe = self.empty_like(left, right)
+        lkeys, rkeys, lplain, rplain = [], [], set(), set()
+        for i, (a, b) in enumerate(pairs):
+            la, rb = rewrite(a, left, "the JOIN condition"), rewrite(b, right, "the JOIN condition")
+            common = probe.select(F.expr(f"coalesce({la}, {rb})")).schema.fields[0].dataType
+            lkeys.append(F.expr(la).cast(common).alias(f"k{i}"))
+            rkeys.append(F.expr(rb).cast(common).alias(f"k{i}"))
+            if la.strip("`") in left.cols():
+                lplain.add(la.strip("`"))
+            if rb.strip("`") in right.cols():
+                rplain.add(rb.strip("`"))
+
+        def prepared(rel: Rel, keys, side: int, gates):
+            null_key = F.lit(False)
+            for k in keys:
+                null_key = null_key | k.isNull()
+            for g in gates:
+                null_key = null_key | ~F.coalesce(F.expr(rewrite(g, rel, "the JOIN condition")), F.lit(False))
+            jk = F.when(null_key, F.lit(None)).otherwise(F.to_json(F.struct(*keys), ROW_JSON))
+            return rel.df.select(jk.alias("jk"), F.lit(side).alias("side"), F.col(SIGN).alias("sign"),
+                                 self.row_json(rel.cols()).alias("row"))
+
+        lp, rp = prepared(left, lkeys, 0, left_gate), prepared(right, rkeys, 1, right_gate)
+        matched = lp.filter("jk IS NOT NULL").unionByName(rp.filter("jk IS NOT NULL"))
+        joined = self.stateful(matched.select(self.bucket(F.col("jk")), "*"), ops.Join(kind), ops.Join.OUTPUT)
+        # Rows that cannot match (NULL key) need no state: an outer side passes them
+        # through padded with NULLs, an inner side drops them.
+        if kind in ("left", "full"):
+            joined = joined.unionByName(lp.filter("jk IS NULL").select("sign", F.col("row").alias("l"), F.lit(None).cast("string").alias("r")))
+        if kind in ("right", "full"):
+            joined = joined.unionByName(rp.filter("jk IS NULL").select("sign", F.lit(None).cast("string").alias("l"), F.col("row").alias("r")))
+        out = joined.select(*self.from_row_json("l", left.schema_of()), *self.from_row_json("r", right.schema_of()),
+                            F.col("sign").alias(SIGN))
+        key = self.join_key(left, right, kind, lplain, rplain)
+        steps = left.steps + right.steps + [
+            f"{kind} join on {', '.join(a.sql(dialect='spark') + ' = ' + b.sql(dialect='spark') for a, b in pairs)} "
+            f"[stateful, {self.buckets} buckets; emits at once, retracts padded rows when a match arrives]"]
+        rel = Rel(out, left.fields + right.fields, kind == "inner" and left.append_only and right.append_only, key, steps)
+        for cond in (mixed if kind == "inner" else []):
+            rel = self.filter(rel, cond, "the JOIN condition")
+        return rel
+
+    @staticmethod
+    def join_key(left: Rel, right: Rel, kind: str, lplain: set, rplain: set) -> Optional[frozenset]:
+        """A unique key of the join's output, as Flink derives it."""
+        lk, rk = left.unique_key, right.unique_key
+        if lk is not None and rk is not None and rk <= rplain and kind in ("inner", "left"):
+            return lk       # each left row matches at most one right row
+        if lk is not None and rk is not None and lk <= lplain and kind in ("inner", "right"):
+            return rk
+        if lk is not None and rk is not None:
+            return lk | rk
+        return None
+
+    # ------------------------------------------------------------------ aggregate
+    @staticmethod
+    def agg_calls(node: exp.Expression):
+        for call in node.find_all(exp.AggFunc):
+            yield call
+
+    def aggregate(self, rel: Rel, node: exp.Select) -> Rel:
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import DecimalType, FractionalType, IntegralType, StructField, StructType
+
+        items = node.expressions
+        group = node.args.get("group")
+        group_exprs = list(group.expressions) if group is not None else []
+        aliases = {output_name(i).lower(): (i.this if isinstance(i, exp.Alias) else i) for i in items}
+        resolved_groups = []
+        for g in group_exprs:
+            if isinstance(g, exp.Literal) and g.is_int:  # GROUP BY 1
+                g = (items[int(g.this) - 1].this if isinstance(items[int(g.this) - 1], exp.Alias) else items[int(g.this) - 1])
+            elif isinstance(g, exp.Column) and not g.table and not rel.refers_only_to(g) and g.name.lower() in aliases:
+                g = aliases[g.name.lower()]
+            resolved_groups.append(g)
+        if node.args.get("distinct") and not group_exprs:
+            resolved_groups = [e for _, e in self.expand(rel, items)]
+
+        calls: list[exp.AggFunc] = []
+        for source in list(items) + ([node.args["having"]] if node.args.get("having") else []):
+            for call in self.agg_calls(source):
+                if call.sql(dialect="spark") not in {c.sql(dialect="spark") for c in calls}:
+                    calls.append(call)
+
+        probe = self.empty_like(rel)
+        gcols = [f"g{i}" for i in range(len(resolved_groups))]
+        gexprs = [F.expr(rewrite(g, rel, "GROUP BY")).alias(c) for g, c in zip(resolved_groups, gcols)]
+        specs, arg_exprs, result_types = [], [], []
+        for i, call in enumerate(calls):
+            fn = SUPPORTED_AGGS.get(type(call))
+            if fn is None:
+                raise PipelineError(f"aggregate function {call.sql(dialect='spark')} is not supported on a changelog",
+                                    hint="supported: COUNT, COUNT(DISTINCT), SUM, AVG, MIN, MAX")
+            arg = call.this
+            distinct = isinstance(arg, exp.Distinct)
+            if distinct:
+                if len(arg.expressions) != 1:
+                    raise PipelineError(f"{call.sql(dialect='spark')}: DISTINCT over several columns is not supported")
+                arg = arg.expressions[0]
+            if fn == "count" and (isinstance(arg, exp.Star) or (isinstance(arg, exp.Literal) and not distinct)):
+                specs.append(("count_star", "int", False))
+                arg_exprs.append(None)
+            else:
+                arg_sql = rewrite(arg, rel, "an aggregate")
+                arg_type = probe.select(F.expr(arg_sql)).schema.fields[0].dataType
+                kind = ("decimal" if isinstance(arg_type, DecimalType) else "int" if isinstance(arg_type, IntegralType)
+                        else "float" if isinstance(arg_type, FractionalType) else "other")
+                if fn in ("sum", "avg") and kind == "other":
+                    raise PipelineError(f"{call.sql(dialect='spark')}: {fn.upper()} needs a numeric argument, not {arg_type.simpleString()}")
+                specs.append((fn, kind, distinct))
+                arg_exprs.append(F.expr(arg_sql).cast("string").alias(f"a{i}"))
+            result_types.append(probe.select(F.expr(rewrite(call, rel, "an aggregate"))).schema.fields[0].dataType)
+
+        staged = rel.df.select(*gexprs, *[a for a in arg_exprs if a is not None], F.col(SIGN).alias("sign"))
+        group_schema = staged.select(*gcols).schema
+        gk = F.to_json(F.struct(*[F.col(c) for c in gcols]), ROW_JSON) if gcols else F.lit("{}")
+        prepared = staged.select(gk.alias("gk"), "sign", *[f"a{i}" for i, a in enumerate(arg_exprs) if a is not None])
+        processor = ops.Aggregate(specs, global_agg=not gcols)
+        result = self.stateful(prepared.select(self.bucket(F.col("gk")), "*"), processor, processor.output_schema)
+
+        fields, selected, replacements = [], [], {}
+        parsed = F.from_json(F.col("gk"), group_schema, ROW_JSON)
+        for g, c in zip(resolved_groups, gcols):
+            col = self.fresh()
+            if isinstance(g, exp.Column):
+                fields.append(Field(g.name, rel.resolve(g, "GROUP BY").qualifier, col))
+            else:
+                fields.append(Field(output_name(g), None, col))
+            selected.append(parsed[c].alias(col))
+            replacements[g.sql(dialect="spark")] = col
+        for i, (call, dtype) in enumerate(zip(calls, result_types)):
+            col = self.fresh("_a")
+            fields.append(Field(f"__agg{i}", None, col))
+            selected.append(F.col(f"r{i}").cast(dtype).alias(col))
+            replacements[call.sql(dialect="spark")] = col
+        agg_rel = Rel(result.select(*selected, F.col("sign").alias(SIGN)), fields, append_only=False,
+                      unique_key=frozenset(f.col for f in fields[: len(gcols)]),
+                      steps=rel.steps + [
+                          f"aggregate by ({', '.join(g.sql(dialect='spark') for g in resolved_groups) or 'nothing: one global row'}) "
+                          f"computing {', '.join(c.sql(dialect='spark') for c in calls) or 'distinct rows'} "
+                          f"[stateful, {self.buckets} buckets; retracts the old result row on every change]"])
+        if node.args.get("having"):
+            agg_rel = self.filter(agg_rel, node.args["having"].this, "HAVING")
+        if node.args.get("distinct") and not group_exprs:
+            replacements = {g.sql(dialect="spark"): f.col for g, f in zip(resolved_groups, fields)}
+        return self.project(agg_rel, items, replacements)
+
+    def distinct(self, rel: Rel) -> Rel:
+        """SELECT DISTINCT / UNION: group by every column, no aggregates."""
+        node = exp.Select(expressions=[exp.column(f.col) for f in rel.fields])
+        node.set("group", exp.Group(expressions=[exp.column(f.col) for f in rel.fields]))
+        named = Rel(rel.df, [Field(f.col, None, f.col) for f in rel.fields], rel.append_only, rel.unique_key, rel.steps)
+        out = self.aggregate(named, node)
+        out.fields = [Field(f.name, None, o.col) for f, o in zip(rel.fields, out.fields)]
+        return out

@@ -1,0 +1,110 @@
+"""A relation in the changelog plan: a streaming DataFrame of signed rows and what the
+planner knows about it.
+
+Columns get internal names (``_c0``, ``_c1`` …) so that joins of tables with equal
+column names never clash; :class:`Field` maps the user's ``qualifier.name`` to them.
+Every relation has a ``__sign`` column (+n insert n copies, -n retract them).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from sqlglot import exp
+
+from job.errors import PipelineError
+
+SIGN = "__sign"
+
+# to_json/from_json options that round-trip every value the operators carry
+# (microsecond timestamps included).
+ROW_JSON = {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX",
+            "timestampNTZFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSS"}
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str                    # as the user refers to it
+    qualifier: Optional[str]     # table alias or name; None after projections
+    col: str                     # internal Spark column
+
+
+@dataclass
+class Rel:
+    df: object                                  # streaming DataFrame: field cols + __sign
+    fields: list[Field]
+    append_only: bool
+    unique_key: Optional[frozenset] = None      # internal cols whose values identify a row
+    steps: list[str] = field(default_factory=list)  # what was planned, for --explain
+
+    def cols(self) -> list[str]:
+        return [f.col for f in self.fields]
+
+    def schema_of(self, cols=None):
+        from pyspark.sql.types import StructType
+
+        wanted = self.cols() if cols is None else cols
+        by_name = {f.name: f for f in self.df.schema.fields}
+        return StructType([by_name[c] for c in wanted])
+
+    def resolve(self, column: exp.Column, where: str) -> Field:
+        """The field a column reference names; ambiguity and absence are user errors."""
+        name = column.name.lower()
+        qualifier = column.table.lower() if column.table else None
+        matches = [f for f in self.fields if f.name.lower() == name
+                   and (qualifier is None or (f.qualifier or "").lower() == qualifier)]
+        if len(matches) == 1:
+            return matches[0]
+        ref = f"{column.table}.{column.name}" if column.table else column.name
+        if not matches:
+            known = ", ".join(sorted({(f"{f.qualifier}." if f.qualifier else "") + f.name for f in self.fields}))
+            raise PipelineError(f"column '{ref}' in {where} is not known here (available: {known})")
+        raise PipelineError(f"column '{ref}' in {where} is ambiguous: qualify it with a table alias")
+
+    def refers_only_to(self, node: exp.Expression) -> bool:
+        """True when every column in ``node`` resolves in this relation."""
+        for column in node.find_all(exp.Column):
+            try:
+                self.resolve(column, "")
+            except PipelineError:
+                return False
+        return True
+
+
+def rewrite(node: exp.Expression, rel: Rel, where: str, replacements: Optional[dict] = None) -> str:
+    """``node`` as Spark SQL over ``rel``'s internal columns.
+
+    ``replacements`` maps the SQL text of sub-expressions (group keys, aggregate calls)
+    to internal columns; they win over column resolution.
+    """
+    replacements = replacements or {}
+
+    def swap(n: exp.Expression):
+        if replacements:
+            key = n.sql(dialect="spark")
+            if key in replacements:
+                return exp.column(replacements[key], quoted=True)
+        if isinstance(n, exp.Column) and not isinstance(n.this, exp.Star):
+            return exp.column(rel.resolve(n, where).col, quoted=True)
+        return n
+
+    return node.copy().transform(swap).sql(dialect="spark")
+
+
+def conjuncts(node: Optional[exp.Expression]) -> list[exp.Expression]:
+    if node is None:
+        return []
+    if isinstance(node, exp.And):
+        return conjuncts(node.this) + conjuncts(node.expression)
+    if isinstance(node, exp.Paren):
+        return conjuncts(node.this)
+    return [node]
+
+
+def output_name(node: exp.Expression) -> str:
+    """The column name Spark would give a select item."""
+    if isinstance(node, exp.Alias):
+        return node.alias
+    if isinstance(node, exp.Column):
+        return node.name
+    return node.sql(dialect="spark")

@@ -1,0 +1,150 @@
+"""The last step of a query: signed rows → what the sink table can take.
+
+* Append-only result → the connector's own streaming writer (exactly-once file sink,
+  Kafka sink…).
+* Updating result into an upsert sink (a PRIMARY KEY) → per micro-batch, the net change
+  per key becomes one upsert or one delete. That is exact when the query's rows are
+  unique on the sink key, which the planner proves (or a materializer makes true).
+* Updating result into a sink that shows changes (print, blackhole) → +I/-U/+U/-D.
+* Updating result into an append-only sink → a planning error, as in Flink.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from job.changelog import operators as ops
+from job.changelog.relation import ROW_JSON, SIGN, Rel
+from job.connectors.base import APPEND, UPSERT, Connector, Sink
+from job.errors import PipelineError
+
+
+@dataclass
+class SinkPlan:
+    writer: object             # DataStreamWriter, without checkpoint/trigger/name
+    mode: str                  # how the sink is fed, for --explain
+    steps: list[str]
+
+
+def target_columns(table, column_names: tuple[str, ...]) -> list:
+    """The sink columns an INSERT writes, in query order."""
+    persisted = [c for c in table.columns if c.is_persisted]
+    if not column_names:
+        return persisted
+    out = []
+    for name in column_names:
+        col = table.column(name)
+        if col is None:
+            raise PipelineError(f"table '{table.name}' has no column '{name}'",
+                                hint="columns: " + ", ".join(c.name for c in persisted))
+        if not col.is_persisted:
+            raise PipelineError(f"column '{name}' of table '{table.name}' is {col.kind}{' VIRTUAL' if col.virtual else ''} "
+                                "and cannot be written")
+        out.append(col)
+    return out
+
+
+def shape_for_sink(rel: Rel, table, column_names: tuple[str, ...]):
+    """Select the query's columns as the sink's columns (cast to the sink's types).
+
+    Returns (DataFrame with sink columns + __sign, {internal col → sink column name})."""
+    from pyspark.sql import functions as F
+
+    targets = target_columns(table, column_names)
+    if len(targets) != len(rel.fields):
+        raise PipelineError(f"the query produces {len(rel.fields)} columns but table '{table.name}' takes "
+                            f"{len(targets)} ({', '.join(c.name for c in targets)})",
+                            hint="list the target columns: INSERT INTO t (a, b) SELECT …")
+    written = {c.name for c in targets}
+    selected, mapping = [], {}
+    for field, col in zip(rel.fields, targets):
+        selected.append(F.col(field.col).cast(col.spark_type).alias(col.name))
+        mapping[field.col] = col.name
+    for col in table.columns:  # persisted columns the INSERT leaves out are NULL
+        if col.is_persisted and col.name not in written:
+            selected.append(F.lit(None).cast(col.spark_type).alias(col.name))
+    order = [c.name for c in table.columns if c.is_persisted]
+    df = rel.df.select(*selected, F.col(SIGN))
+    return df.select(*[F.col(f"`{n}`") for n in order], F.col(SIGN)), mapping
+
+
+def plan_sink(planner, rel: Rel, table, connector: Connector, sink: Sink, column_names=()) -> SinkPlan:
+    from pyspark.sql import functions as F
+
+    df, mapping = shape_for_sink(rel, table, column_names)
+    cols = [c for c in df.columns if c != SIGN]
+    if rel.append_only:
+        if APPEND not in connector.sink_modes and not connector.accepts_retractions and UPSERT not in connector.sink_modes:
+            raise PipelineError(f"connector '{connector.identifier}' cannot take an append-only result")
+        # An inner join can produce the same row twice: a sign n means n copies.
+        rows = df.select(*cols, F.explode(F.array_repeat(F.lit(1), F.col(SIGN))).alias("__copy")).drop("__copy")
+        return SinkPlan(sink.write_stream(rows), "append", ["write appended rows"])
+
+    if connector.accepts_retractions:
+        key = list(table.primary_key) or ([mapping[c] for c in rel.unique_key] if rel.unique_key else cols)
+        return SinkPlan(df.writeStream.foreachBatch(lambda b, i: sink.write_changes(label_changes(b, key, cols), i)),
+                        "changelog", ["write every change as +I/-U/+U/-D"])
+    if UPSERT not in connector.sink_modes:
+        raise PipelineError(
+            f"table '{table.name}' (connector '{connector.identifier}') is append-only, but the query produces updates "
+            "and deletes (it aggregates, joins with outer sides, or reads an upsert/changelog table)",
+            hint="write to an upsert sink such as 'upsert-kafka' with a PRIMARY KEY, or use 'print' to inspect changes")
+    if not table.primary_key:
+        raise PipelineError(f"table '{table.name}' receives updates and needs a PRIMARY KEY to apply them",
+                            hint="declare PRIMARY KEY (…) NOT ENFORCED matching the query's key")
+    pk = list(table.primary_key)
+    if rel.unique_key is not None:
+        query_key = sorted(mapping[c] for c in rel.unique_key if c in mapping)
+        if len(query_key) == len(rel.unique_key) and {k.lower() for k in query_key} <= {p.lower() for p in pk}:
+            return SinkPlan(df.writeStream.foreachBatch(lambda b, i: sink.write_changes(collapse(b, pk, cols), i)),
+                            "upsert", [f"upsert by ({', '.join(pk)}): net change per key per micro-batch "
+                                       f"(the query is unique on ({', '.join(query_key) or 'one row'}))"])
+        shown = ", ".join(query_key) if len(query_key) == len(rel.unique_key) else "columns the sink does not receive"
+        raise PipelineError(
+            f"the query's rows are unique on ({shown}) but table '{table.name}' has PRIMARY KEY ({', '.join(pk)}): "
+            "one key would receive several rows and updates would overwrite each other",
+            hint="make the sink's PRIMARY KEY match the query's GROUP BY / join key")
+    # Unknown uniqueness (outer joins of keyless inputs, FULL joins on expressions…):
+    # keep every row per sink key in state and show the latest, as Flink's
+    # SinkUpsertMaterializer does.
+    pk_json = F.to_json(F.struct(*[F.col(f"`{p}`") for p in pk]), ROW_JSON)
+    row_json = F.to_json(F.struct(*[F.col(f"`{c}`") for c in cols]), ROW_JSON)
+    staged = df.select(pk_json.alias("pk"), F.col(SIGN).alias("sign"), row_json.alias("row"))
+    materialized = planner.stateful(staged.select(planner.bucket(F.col("pk")), "*"), ops.Materialize(), ops.Materialize.OUTPUT)
+    schema = df.select(*cols).schema
+    out = materialized.select(*planner.from_row_json("row", schema), F.col("op").alias("__op"))
+    return SinkPlan(out.writeStream.foreachBatch(lambda b, i: sink.write_changes(b, i)), "upsert (materialized)",
+                    [f"materialize by ({', '.join(pk)}) [stateful: the query's uniqueness on the sink key is not "
+                     "provable, so the latest row per key is kept]"])
+
+
+def collapse(batch, pk: list[str], cols: list[str]):
+    """Net change per primary key in one micro-batch → one '+U' (the surviving row) or
+    one '-D' (the key's last row is gone)."""
+    from pyspark.sql import functions as F
+
+    keyed = batch.select(F.to_json(F.struct(*[F.col(f"`{p}`") for p in pk]), ROW_JSON).alias("__pk"),
+                         F.to_json(F.struct(*[F.col(f"`{c}`") for c in cols]), ROW_JSON).alias("__row"), F.col(SIGN))
+    net = keyed.groupBy("__pk", "__row").agg(F.sum(SIGN).alias("__n")).filter("__n != 0")
+    per_key = net.groupBy("__pk").agg(F.max(F.when(F.col("__n") > 0, F.col("__row"))).alias("__up"),
+                                      F.max("__row").alias("__any"))
+    schema = batch.select(*[F.col(f"`{c}`") for c in cols]).schema
+    parsed = F.from_json(F.coalesce("__up", "__any"), schema, ROW_JSON)
+    return per_key.select(*[parsed[c].alias(c) for c in cols],
+                          F.when(F.col("__up").isNotNull(), F.lit("+U")).otherwise(F.lit("-D")).alias("__op"))
+
+
+def label_changes(batch, key: list[str], cols: list[str]):
+    """Signed rows → Flink's row kinds: a retraction and an insert of the same key in
+    one batch are -U/+U, a lone retraction -D, a lone insert +I. Retractions first."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    w = Window.partitionBy(*[F.col(f"`{k}`") for k in key])
+    has_insert = F.max(F.when(F.col(SIGN) > 0, 1).otherwise(0)).over(w) == 1
+    has_retract = F.min(F.col(SIGN)).over(w) < 0
+    op = (F.when(F.col(SIGN) < 0, F.when(has_insert, F.lit("-U")).otherwise(F.lit("-D")))
+          .otherwise(F.when(has_retract, F.lit("+U")).otherwise(F.lit("+I"))))
+    labelled = batch.select("*", op.alias("__op"))
+    copies = labelled.select("*", F.explode(F.array_repeat(F.lit(1), F.abs(F.col(SIGN)))).alias("__copy"))
+    return copies.orderBy(*[F.col(f"`{k}`") for k in key], F.col(SIGN)).select(*[F.col(f"`{c}`") for c in cols], "__op")

@@ -1,0 +1,40 @@
+"""Command-line arguments → RunOptions. No Spark here."""
+from __future__ import annotations
+
+import argparse
+from typing import Sequence
+
+from job.errors import PipelineError
+from job.run.runner import RunOptions
+
+USAGE = """spark-submit job/main.py [STATEMENT ...] [--file F.sql]... [--pipeline P.yaml] [--var k=v]...
+                            [--once] [--dry-run] [--explain] [--checkpoint-dir DIR] [--verbose]"""
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="streamsql", usage=USAGE,
+                                description="Run Flink-style streaming SQL pipelines on Spark Structured Streaming.")
+    p.add_argument("statements", nargs="*", help="SQL statements; each argument may hold several, separated by ';'")
+    p.add_argument("-f", "--file", action="append", default=[], dest="files", help="a .sql file (repeatable)")
+    p.add_argument("-p", "--pipeline", help="a YAML pipeline file")
+    p.add_argument("--var", action="append", default=[], metavar="KEY=VALUE", help="a template variable (repeatable)")
+    p.add_argument("--once", action="store_true", help="process what is available now, then exit (cron, Airflow)")
+    p.add_argument("--dry-run", action="store_true", help="validate and print the plan; read no data")
+    p.add_argument("--explain", action="store_true", help="print the plan, then run")
+    p.add_argument("--checkpoint-dir", help="where queries keep their checkpoints (default .checkpoints/<pipeline>)")
+    p.add_argument("--master", help="Spark master when not run by spark-submit (e.g. local[2], spark://host:7077)")
+    p.add_argument("-v", "--verbose", action="store_true", help="show Spark's own INFO logs")
+    return p
+
+
+def parse_args(argv: Sequence[str]) -> RunOptions:
+    args = parser().parse_args(list(argv))
+    variables = {}
+    for item in args.var:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise PipelineError(f"--var '{item}' must be KEY=VALUE", hint="e.g. --var run_date=2024-01-31")
+        variables[key.strip()] = value
+    return RunOptions(statements=args.statements, files=args.files, pipeline=args.pipeline, variables=variables,
+                      once=args.once, dry_run=args.dry_run, explain=args.explain, checkpoint_dir=args.checkpoint_dir,
+                      verbose=args.verbose, master=args.master)

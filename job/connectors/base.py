@@ -1,0 +1,176 @@
+"""What a connector is: its declaration (identifier, roles, changelog mode, options) and
+the two small interfaces it implements to read and write.
+
+Modelled on Flink's DynamicTableFactory: a connector states its options in one place, and
+validation, did-you-mean errors and the README's option tables all come from that
+statement. Adding a connector is one new module under ``job/connectors/`` (or a Python
+entry point in the ``flink_sql_spark.connectors`` group) and nothing else.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
+
+if TYPE_CHECKING:  # Spark objects only appear at run time, never at parse time.
+    from pyspark.sql import DataFrame, SparkSession
+
+    from job.sql.statements import CreateTable
+
+
+# Changelog modes, in Flink's words.
+APPEND = "append"        # inserts only (+I)
+UPSERT = "upsert"        # latest row per primary key wins; a delete removes the key
+CHANGELOG = "changelog"  # full changelog: +I, -U, +U, -D (e.g. debezium-json)
+
+
+@dataclass(frozen=True)
+class Option:
+    """One connector or format option.
+
+    ``name`` may contain ``*`` for a family of options (``properties.*``,
+    ``fields.*.kind``): any key matching the pattern is accepted and validated by type.
+    """
+
+    name: str
+    type: str = "string"              # string | int | bool | double | duration | enum
+    required: bool = False
+    default: Any = None
+    description: str = ""
+    choices: tuple[str, ...] = ()     # for enum
+    secret: bool = False              # masked in logs, plans and errors
+
+    @property
+    def is_pattern(self) -> bool:
+        return "*" in self.name
+
+    def matches(self, key: str) -> bool:
+        if not self.is_pattern:
+            return key == self.name
+        regex = "^" + re.escape(self.name).replace(r"\*", "[^=]+") + "$"
+        return re.match(regex, key) is not None
+
+
+@dataclass(frozen=True)
+class SourceStream:
+    """What a source hands to the planner.
+
+    ``df`` is a streaming DataFrame with the table's declared columns (physical,
+    metadata and computed) plus control columns:
+
+    * ``__kind``: for ``upsert`` streams ``'U'`` (the row is the key's latest) or
+      ``'D'`` (the key was deleted); for ``changelog`` streams ``'+I'``, ``'-U'``,
+      ``'+U'`` or ``'-D'``; absent for ``append`` streams.
+    * ``__seq_major`` (string) and ``__seq_minor`` (long): the record's position in the
+      source (Kafka partition + offset, file + row), so per-key order follows the source
+      and not arrival order inside a micro-batch. Present for keyed streams.
+    """
+
+    df: "DataFrame"
+    mode: str = APPEND
+    bounded: bool = False
+
+
+@dataclass(frozen=True)
+class SourceContext:
+    spark: "SparkSession"
+    table: "CreateTable"
+    options: Mapping[str, Any]        # validated, typed, with defaults filled in
+    once: bool = False                # run with Trigger.AvailableNow
+    offline: bool = False             # --dry-run: build the plan, contact no external system
+
+
+@dataclass(frozen=True)
+class SinkContext:
+    spark: "SparkSession"
+    table: "CreateTable"
+    options: Mapping[str, Any]
+    checkpoint: str                   # this query's checkpoint directory
+    offline: bool = False             # --dry-run: contact no external system
+
+
+class Sink:
+    """Writes a query's result to an external system.
+
+    Append-only queries call :meth:`write_stream` (so a connector can use Spark's native,
+    exactly-once streaming sink). Updating queries call :meth:`write_changes` once per
+    micro-batch with the batch's changes, collapsed to one row per primary key.
+    """
+
+    def __init__(self, ctx: SinkContext) -> None:
+        self.ctx = ctx
+
+    def write_stream(self, df: "DataFrame"):
+        """Return a configured ``DataStreamWriter`` for an append-only stream.
+
+        The default writes each micro-batch with :meth:`write_append`."""
+        return df.writeStream.foreachBatch(lambda batch, batch_id: self.write_append(batch, batch_id))
+
+    def write_append(self, batch: "DataFrame", batch_id: int) -> None:
+        """Write one micro-batch of inserted rows."""
+        raise NotImplementedError
+
+    def write_changes(self, batch: "DataFrame", batch_id: int) -> None:
+        """Write one micro-batch of changes.
+
+        ``batch`` has the sink's persisted columns plus ``__op``: ``'+I'``/``'+U'``
+        (insert or replace the row with this primary key), ``'-U'``/``'-D'`` (retract or
+        delete it). Upsert sinks receive only ``'+U'`` and ``'-D'``, one per key, already
+        collapsed; sinks that declare ``accepts_retractions`` receive every change.
+        """
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Connector:
+    """A connector's declaration. See the module docstring."""
+
+    identifier: str
+    description: str
+    options: tuple[Option, ...] = ()
+    source_mode: Optional[str] = None          # None: cannot be a source
+    sink_modes: tuple[str, ...] = ()           # () : cannot be a sink
+    requires_primary_key: bool = False
+    # The option whose value names a format, and the prefixes format options live under.
+    format_options: tuple[str, ...] = ()
+    create_source: Optional[Callable[[SourceContext], SourceStream]] = None
+    create_sink: Optional[Callable[[SinkContext], Sink]] = None
+    # Called after option validation with the table and typed options, for checks that
+    # span options and schema (e.g. "key.fields must be columns"). Raises PipelineError.
+    check: Optional[Callable[["CreateTable", Mapping[str, Any], str], None]] = None
+    accepts_retractions: bool = False          # print: shows -U/-D instead of collapsing
+    module: str = field(default="", compare=False)
+
+    @property
+    def can_source(self) -> bool:
+        return self.create_source is not None and self.source_mode is not None
+
+    @property
+    def can_sink(self) -> bool:
+        return self.create_sink is not None and bool(self.sink_modes)
+
+
+# Options every table accepts, whatever its connector (bad-record policy).
+COMMON_OPTIONS: tuple[Option, ...] = (
+    Option("connector", required=True, description="The connector's identifier."),
+    Option(
+        "on-error", "enum", default="fail", choices=("fail", "skip", "dead-letter"),
+        description="What to do with a record that cannot be decoded: stop the job, "
+        "drop it (counted in metrics) or send it to 'dead-letter.table'.",
+    ),
+    Option("dead-letter.table", description="The table that receives bad records when 'on-error' = 'dead-letter'."),
+)
+
+
+def split_list(value: str) -> list[str]:
+    """Flink list options are ';'-separated ('key.fields' = 'a;b'); accept ',' too."""
+    return [p.strip() for p in re.split(r"[;,]", value or "") if p.strip()]
+
+
+def columns_named(table: "CreateTable", names: Sequence[str]) -> list[str]:
+    """Resolve names case-insensitively to the table's own column spelling."""
+    out = []
+    for n in names:
+        col = table.column(n)
+        out.append(col.name if col else n)
+    return out

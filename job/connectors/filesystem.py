@@ -1,0 +1,328 @@
+"""filesystem: a directory of files as a table (Flink's 'filesystem' connector).
+
+Reading uses Spark's streaming file source: each micro-batch picks up the files that
+appeared in the directory since the last one, and a restarted query continues from its
+checkpoint without reading a file twice. The directory is watched for as long as the
+query runs (like Flink's source with 'source.monitor-interval'); with ``--once`` the files
+present at start are read and the query ends.
+
+**Writers must move finished files into the directory atomically** (write elsewhere,
+then rename): Spark's file source reads a file once, as it is when first listed, so a
+file still being written is read half-way and the rest is never seen. Files and
+directories whose names start with ``_`` or ``.`` are ignored, which is where in-progress
+files of most writers (Flink's ``.part-…``, Spark's ``_temporary``) live. A directory
+written by this connector's sink (or any Spark streaming file sink) is read through its
+``_spark_metadata`` log, so only committed files are seen.
+
+Text formats (json, csv, raw, debezium-json and other formats that decode a line) are
+read line by line and decoded like a Kafka value; formats with a Spark file format
+(parquet) are read by Spark directly. ``PARTITIONED BY`` columns are taken from the
+``col=value`` directory names, as Flink and Hive lay them out.
+
+Writing is append-only, through Spark's streaming file sink: exactly-once, because the
+files of each micro-batch are committed to the ``_spark_metadata`` log together with the
+query's checkpoint. Readers other than Spark should ignore files not in that log (or read
+only after the query stopped cleanly).
+"""
+from __future__ import annotations
+
+import re
+
+from job.connectors.base import APPEND, CHANGELOG, UPSERT, Connector, Option, Sink, SourceStream, columns_named
+from job.connectors.rows import changelog_rows, physical_schema, table_frame
+from job.errors import EXIT_UNREACHABLE, PipelineError
+
+OPTIONS = (
+    Option("path", required=True, description="The directory (any Hadoop file system URI: file:, hdfs:, s3a:, …)."),
+    Option("format", required=True,
+           description="Format of the files: json, csv, raw, parquet or debezium-json (source only)."),
+    Option("source.max-files-per-trigger", "int",
+           description="Upper bound of new files read per micro-batch (Spark's maxFilesPerTrigger)."),
+)
+
+# Flink's file metadata keys → fields of Spark's hidden _metadata column.
+METADATA_KEYS = {
+    "file.path": "file_path",
+    "file.name": "file_name",
+    "file.size": "file_size",
+    "file.modification-time": "file_modification_time",
+}
+# Directory names that stand for a NULL partition value: Spark's and Flink's defaults.
+DEFAULT_PARTITION_NAMES = ("__HIVE_DEFAULT_PARTITION__", "__DEFAULT_PARTITION__")
+
+_COMPLEX = ("struct<", "array<", "map<")
+
+
+def _is_complex(spark_type: str) -> bool:
+    return spark_type.strip().lower().startswith(_COMPLEX)
+
+
+def _fail(table, message, option=None, hint=None, exit_code=None):
+    kwargs = {} if exit_code is None else {"exit_code": exit_code}
+    origin = table.option_origins.get(option) if option else None
+    raise PipelineError(message, origin=origin or (table.source.origin if table.source else None),
+                        statement=table.source.text if table.source else None, option=option, hint=hint, **kwargs)
+
+
+def _format(table, options):
+    from job.connectors.registry import format_for
+
+    return format_for(options["format"], table=table, option="format")
+
+
+def _format_options(fmt, options):
+    from job.formats.base import format_options
+
+    return format_options(options, fmt.name + ".")
+
+
+def partition_columns(table) -> list[str]:
+    return columns_named(table, table.partitioned_by)
+
+
+def data_columns(table) -> list[str]:
+    """Physical columns stored inside the files (partition columns live in directory names)."""
+    parts = {p.lower() for p in table.partitioned_by}
+    return [c.name for c in table.physical_columns if c.name.lower() not in parts]
+
+
+# --------------------------------------------------------------------------- check
+
+def check(table, options, role):
+    fmt = _format(table, options)
+    if role == "sink" and fmt.changelog:
+        _fail(table, f"the filesystem connector cannot write format '{fmt.name}' (table '{table.name}'): "
+                     "it writes append-only files, and a changelog format needs a changelog",
+              option="format", hint="write 'json', 'csv' or 'parquet', or read this format as a source only")
+    if role == "source" and fmt.decode is None and fmt.file_format is None:
+        _fail(table, f"format '{fmt.name}' cannot be read from files (table '{table.name}')", option="format")
+    if role == "sink" and fmt.encode is None and fmt.file_format is None:
+        _fail(table, f"format '{fmt.name}' cannot be written to files (table '{table.name}')", option="format")
+    for name in table.partitioned_by:
+        col = table.column(name)
+        if col is None or not col.is_physical:
+            _fail(table, f"PARTITIONED BY column '{name}' is not a physical column of table '{table.name}'",
+                  hint="partition by columns declared with a type (not computed or METADATA columns)")
+        if _is_complex(col.spark_type) or col.spark_type.lower() == "binary":
+            _fail(table, f"PARTITIONED BY column '{name}' of table '{table.name}' has type {col.flink_type}, "
+                         "which cannot be a directory name", hint="partition by a column of a simple type")
+    data = data_columns(table)
+    if not data:
+        _fail(table, f"every column of table '{table.name}' is a PARTITIONED BY column; the files would be empty",
+              hint="keep at least one physical column out of PARTITIONED BY")
+    if fmt.single_column and len(data) != 1:
+        _fail(table, f"format '{fmt.name}' holds exactly one column, but table '{table.name}' has "
+                     f"{len(data)} columns outside PARTITIONED BY: {data}", option="format",
+              hint="use 'json' or 'csv' for several columns")
+    if fmt.name == "raw" and str(options.get("raw.charset", "UTF-8")).upper().replace("_", "-") not in ("UTF-8", "UTF8"):
+        _fail(table, f"the filesystem connector reads and writes text as UTF-8; 'raw.charset' = "
+                     f"'{options.get('raw.charset')}' is not supported (table '{table.name}')", option="raw.charset")
+    if fmt.name == "csv":
+        for col in table.physical_columns:
+            if col.name in data and (_is_complex(col.spark_type) or col.spark_type.lower() == "binary"):
+                _fail(table, f"column '{col.name}' of table '{table.name}' has type {col.flink_type}, "
+                             "which format 'csv' cannot hold", option="format",
+                      hint="use 'json' or 'parquet' for nested types")
+    for col in table.columns:
+        if col.kind != "metadata":
+            continue
+        key = col.metadata_key or col.name
+        if key not in METADATA_KEYS:
+            _fail(table, f"unknown filesystem metadata key '{key}' for column '{col.name}' of table '{table.name}'",
+                  hint="available keys: " + ", ".join(METADATA_KEYS))
+        if role == "sink" and not col.virtual:
+            _fail(table, f"metadata column '{col.name}' of table '{table.name}' cannot be written: "
+                         "file metadata is read-only", hint="declare it METADATA VIRTUAL")
+
+
+# --------------------------------------------------------------------------- source
+
+def create_source(ctx) -> SourceStream:
+    from pyspark.errors import AnalysisException
+
+    table, options = ctx.table, ctx.options
+    fmt = _format(table, options)
+    reader = ctx.spark.readStream
+    if options.get("source.max-files-per-trigger"):
+        reader = reader.option("maxFilesPerTrigger", str(options["source.max-files-per-trigger"]))
+    try:
+        if fmt.file_format:
+            df = reader.schema(physical_schema(table)).format(fmt.file_format).load(options["path"])
+        else:
+            df = reader.option("recursiveFileLookup", "false").text(options["path"])
+    except AnalysisException as exc:
+        if "PATH_NOT_FOUND" in str(exc) or "Path does not exist" in str(exc):
+            _fail(table, f"the directory '{options['path']}' of table '{table.name}' does not exist", option="path",
+                  hint="create it (the source then waits for files to appear) or fix 'path'",
+                  exit_code=EXIT_UNREACHABLE)
+        raise
+    if fmt.file_format:
+        return _file_format_source(df, table)
+    return _text_source(df, table, options, fmt)
+
+
+def _file_format_source(df, table) -> SourceStream:
+    """Formats Spark reads itself (parquet): columns come typed, partitions natively."""
+    from pyspark.sql import functions as F
+
+    meta = F.col("_metadata")
+    physical = {c.name: F.col(f"`{c.name}`") for c in table.physical_columns}
+    metadata = {c.name: meta[METADATA_KEYS[c.metadata_key or c.name]].cast(c.spark_type)
+                for c in table.columns if c.kind == "metadata"}
+    control = {"__error": F.lit(None).cast("string"), "__raw": F.lit(None).cast("string"),
+               "__position": F.concat(F.lit("file "), meta["file_path"])}
+    return SourceStream(table_frame(df, table, physical=physical, metadata=metadata, control=control), APPEND)
+
+
+def _text_source(df, table, options, fmt) -> SourceStream:
+    from pyspark.sql import functions as F
+
+    from job.formats.base import format_options
+
+    fopts = format_options(options, fmt.name + ".")
+    meta = F.col("_metadata")
+    # Flat, simple columns only: the keyed path numbers records in pandas.
+    lines = df.select(
+        F.col("value"),
+        meta["file_path"].alias("__file"), meta["file_name"].alias("__fname"), meta["file_size"].alias("__fsize"),
+        meta["file_block_start"].alias("__block"),
+        F.unix_millis(meta["file_modification_time"]).alias("__mtime"),
+    )
+    if not fmt.single_column:  # blank lines are not records (raw keeps them: an empty value)
+        lines = lines.where(F.trim(F.col("value")) != "")
+    position = F.concat(F.lit("file "), F.col("__file"), F.lit(" (block "), F.col("__block").cast("string"), F.lit(")"))
+    data = data_columns(table)
+    decoded = fmt.decode(F.col("value"), physical_schema(table, data), fopts)
+    partitions = {name: _partition_value(table, name) for name in partition_columns(table)}
+    metadata = {c.name: _metadata_value(c) for c in table.columns if c.kind == "metadata"}
+
+    if not fmt.changelog:
+        physical = {n: decoded.row[n] for n in data} | partitions
+        control = {"__error": decoded.error, "__raw": F.col("value"), "__position": position}
+        return SourceStream(table_frame(lines, table, physical=physical, metadata=metadata, control=control), APPEND)
+
+    keyed = bool(table.primary_key)
+    major = F.concat(F.lpad(F.col("__mtime").cast("string"), 15, "0"), F.lit("|"), F.col("__file"), F.lit("|"),
+                     F.lpad(F.col("__block").cast("string"), 20, "0"))
+    numbered = number_records(lines.select("*", major.alias("__seq_major")))
+    position = F.concat(F.lit("file "), F.col("__file"), F.lit(" (block "), F.col("__block").cast("string"),
+                        F.lit(", record "), F.col("__rec").cast("string"), F.lit(")"))
+    staged = numbered.select("*", decoded.row.alias("__change"), decoded.error.alias("__err"))
+    rows = changelog_rows(staged, table, "__change", keyed=keyed, physical_names=data)
+    physical = {n: F.col("__image")[n] for n in data} | partitions
+    control = {"__kind": F.col("__kind"), "__seq_major": F.col("__seq_major"),
+               # -U sorts before +U of one event; a bad event (no entries) keeps position 0.
+               "__seq_minor": F.col("__rec") * 4 + F.coalesce(F.col("__pos"), F.lit(0)),
+               "__error": F.col("__err"), "__raw": F.col("value"), "__position": position}
+    frame = table_frame(rows, table, physical=physical, metadata=metadata, control=control)
+    return SourceStream(frame, UPSERT if keyed else CHANGELOG)
+
+
+def _partition_value(table, name):
+    """A PARTITIONED BY column's value from the file's ``name=value`` directory."""
+    from pyspark.sql import functions as F
+
+    col = table.column(name)
+    raw = F.regexp_extract(F.col("__file"), r"(?i)/" + re.escape(col.name) + r"=([^/]*)/", 1)
+    # _metadata.file_path is a URI (%-escaped once more), and Spark escapes special
+    # characters in partition values ('%3A' for ':'): unescape twice. url_decode would
+    # turn '+' into a space, so protect it first.
+    text = F.url_decode(F.replace(F.url_decode(F.replace(raw, F.lit("+"), F.lit("%2B"))), F.lit("+"), F.lit("%2B")))
+    return F.when((raw == "") | raw.isin(*DEFAULT_PARTITION_NAMES), F.lit(None)).otherwise(text).cast(col.spark_type)
+
+
+def _metadata_value(col):
+    from pyspark.sql import functions as F
+
+    key = METADATA_KEYS[col.metadata_key or col.name]
+    expr = {"file_path": F.col("__file"), "file_name": F.col("__fname"), "file_size": F.col("__fsize"),
+            "file_modification_time": F.timestamp_millis(F.col("__mtime"))}[key]
+    return expr.cast(col.spark_type)
+
+
+def number_records(df):
+    """Add ``__rec``: each record's index within its file block (``__seq_major``).
+
+    Streaming queries cannot use monotonically_increasing_id or windows, so a stateless
+    mapInPandas counts: a block's lines are read by one task, in file order and
+    contiguously, so a running count per block over the task's batches is the index.
+    """
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    schema = StructType(list(df.schema.fields) + [StructField("__rec", LongType(), False)])
+    return df.mapInPandas(_count_in_blocks, schema)
+
+
+def _count_in_blocks(batches):
+    counts: dict = {}
+    for pdf in batches:
+        key = pdf["__seq_major"]
+        before = key.map(counts).fillna(0).astype("int64")
+        pdf["__rec"] = key.groupby(key, sort=False).cumcount().astype("int64") + before
+        for k, n in key.value_counts(sort=False).items():
+            counts[k] = counts.get(k, 0) + int(n)
+        yield pdf
+
+
+# --------------------------------------------------------------------------- sink
+
+class FileSystemSink(Sink):
+    """Append-only files through Spark's own writers, partitioned like Flink/Hive."""
+
+    def _prepared(self, df):
+        """(frame to write, Spark format, writer options)."""
+        from pyspark.sql import functions as F
+
+        from job.formats import csv as csv_format
+        from job.formats.base import TIMESTAMP_WRITE_FORMATS
+
+        table, options = self.ctx.table, self.ctx.options
+        fmt = _format(table, options)
+        fopts = _format_options(fmt, options)
+        parts = partition_columns(table)
+        data = data_columns(table)
+        if fmt.file_format:
+            opts = {"compression": fopts["compression"]} if fopts.get("compression") else {}
+            return df.select(*[F.col(f"`{c}`") for c in data + parts]), fmt.file_format, opts
+        if fmt.name == "json":
+            std = fopts.get("timestamp-format.standard", "SQL")
+            # Spark's JSON writer drops NULL fields unless told otherwise; Flink writes them.
+            opts = {"ignoreNullFields": str(fopts.get("encode.ignore-null-fields", False)).lower(),
+                    "timestampFormat": TIMESTAMP_WRITE_FORMATS[std], "timestampNTZFormat": TIMESTAMP_WRITE_FORMATS[std]}
+            return df.select(*[F.col(f"`{c}`") for c in data + parts]), "json", opts
+        if fmt.name == "csv":
+            opts = {k: v for k, v in csv_format._spark_options(fopts).items() if k != "comment"}
+            return df.select(*[F.col(f"`{c}`") for c in data + parts]), "csv", {**opts, "header": "false"}
+        # Any other line format: encode each row to one line of text.
+        if fmt.single_column:
+            value = df[f"`{data[0]}`"].cast("string")
+        else:
+            value = fmt.encode(F.struct(*[F.col(f"`{c}`") for c in data]), fopts).cast("string")
+        return df.select(value.alias("value"), *[F.col(f"`{c}`") for c in parts]), "text", {}
+
+    def write_stream(self, df):
+        frame, spark_format, opts = self._prepared(df)
+        return (frame.writeStream.format(spark_format).options(**opts).option("path", self.ctx.options["path"])
+                .partitionBy(*partition_columns(self.ctx.table)).outputMode("append"))
+
+    def write_append(self, batch, batch_id):
+        """Batch writes (at-least-once: a replayed batch is written again).
+
+        Do not mix with write_stream on one directory: once it has a _spark_metadata log,
+        Spark readers only see the files listed there."""
+        frame, spark_format, opts = self._prepared(batch)
+        (frame.write.format(spark_format).options(**opts).mode("append")
+         .partitionBy(*partition_columns(self.ctx.table)).save(self.ctx.options["path"]))
+
+
+CONNECTOR = Connector(
+    identifier="filesystem",
+    description="Reads a directory of files as a stream of new files; writes append-only, exactly-once files.",
+    options=OPTIONS,
+    source_mode=APPEND,
+    sink_modes=(APPEND,),
+    format_options=("format",),
+    create_source=create_source,
+    create_sink=FileSystemSink,
+    check=check,
+)

@@ -1,0 +1,85 @@
+"""Turning decoded records into a table's rows, the same way for every connector.
+
+A source decodes its payload into a struct; :func:`table_frame` lays the struct's fields,
+the METADATA columns and the computed columns out in the declared order and keeps the
+control columns (``__kind``, ``__seq_*``, ``__error``, ``__raw``, ``__position``) that the
+planner needs.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Optional, Sequence
+
+CONTROL_COLUMNS = ("__kind", "__seq_major", "__seq_minor", "__error", "__raw", "__position")
+
+
+def physical_schema(table, names: Optional[Sequence[str]] = None, *, strip_prefix: str = ""):
+    """StructType of the named physical columns (default: all), in declared order."""
+    from pyspark.sql.types import StructField, StructType, _parse_datatype_string
+
+    wanted = None if names is None else {n.lower() for n in names}
+    fields = []
+    for col in table.physical_columns:
+        if wanted is not None and col.name.lower() not in wanted:
+            continue
+        name = col.name[len(strip_prefix):] if strip_prefix and col.name.startswith(strip_prefix) else col.name
+        fields.append(StructField(name, _parse_datatype_string(col.spark_type), True))
+    return StructType(fields)
+
+
+def table_frame(df, table, *, physical: Mapping[str, object], metadata: Mapping[str, object],
+                control: Mapping[str, object]):
+    """Select the table's columns in declared order, then the control columns.
+
+    ``physical`` maps a physical column name to its expression (from the decoded value
+    or key); ``metadata`` likewise for METADATA columns; ``control`` holds ``__*``
+    columns. Computed columns are evaluated last, over the physical and metadata ones,
+    as Flink does.
+    """
+    from pyspark.sql import functions as F
+
+    base = []
+    for col in table.columns:
+        if col.kind == "physical":
+            base.append(F.lit(None).cast(col.spark_type).alias(col.name) if col.name not in physical
+                        else physical[col.name].cast(col.spark_type).alias(col.name))
+        elif col.kind == "metadata":
+            base.append(metadata[col.name].alias(col.name))
+    out = df.select(*base, *[expr.alias(name) for name, expr in control.items()])
+    computed = [c for c in table.columns if c.kind == "computed"]
+    if computed:
+        out = out.select("*", *[F.expr(c.expression).alias(c.name) for c in computed])
+    ordered = [c.name for c in table.columns] + list(control)
+    return out.select(*[F.col(f"`{n}`") for n in ordered])
+
+
+def struct_fields(struct, schema) -> dict[str, object]:
+    return {f.name: struct[f.name] for f in schema.fields}
+
+
+def changelog_rows(df, table, change_col: str, *, keyed: bool, physical_names: Sequence[str]):
+    """Expand a decoded Debezium change (struct<before, after, op>) into rows.
+
+    Unkeyed: c/r → +I(after); u → -U(before), +U(after); d → -D(before).
+    Keyed (a PRIMARY KEY is declared): the stream is treated as upserts — c/r/u → U(after),
+    d → D(before) — so the planner keeps the latest row per key and duplicates are harmless.
+    Returns df with ``__image`` (struct of the physical columns) and ``__kind``.
+    """
+    from pyspark.sql import functions as F
+
+    change = F.col(change_col)
+    op = change["op"]
+    if keyed:
+        entries = F.array(F.struct(
+            F.when(op == "d", change["before"]).otherwise(change["after"]).alias("image"),
+            F.when(op == "d", F.lit("D")).otherwise(F.lit("U")).alias("kind")))
+    else:
+        entries = (F.when(op.isin("c", "r"), F.array(F.struct(change["after"].alias("image"), F.lit("+I").alias("kind"))))
+                   .when(op == "u", F.array(F.struct(change["before"].alias("image"), F.lit("-U").alias("kind")),
+                                            F.struct(change["after"].alias("image"), F.lit("+U").alias("kind"))))
+                   .when(op == "d", F.array(F.struct(change["before"].alias("image"), F.lit("-D").alias("kind"))))
+                   .otherwise(F.array()))
+    # posexplode_outer keeps bad events (no entries) as one row, so the error policy sees them.
+    exploded = df.select("*", F.posexplode_outer(entries).alias("__pos", "__entry"))
+    return exploded.select(
+        *[c for c in df.columns], F.col("__entry.image").alias("__image"), F.col("__entry.kind").alias("__kind"),
+        F.col("__pos"))

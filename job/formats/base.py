@@ -1,0 +1,79 @@
+"""What a format is: bytes or text in a record ↔ a row of the table's columns.
+
+Formats are plain Spark column expressions, so decoding runs in the JVM next to the
+source and never round-trips through Python. ``decode`` returns the row as a struct
+column plus an error column (NULL for a good record) so that the table's ``on-error``
+policy can fail, skip or dead-letter the bad ones.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
+
+from job.connectors.base import Option
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+    from pyspark.sql.types import StructType
+
+# Name of the hidden field that from_json/from_csv fill with a malformed record.
+CORRUPT = "__corrupt_record"
+
+
+@dataclass(frozen=True)
+class Decoded:
+    row: "Column"            # struct with the requested fields
+    error: "Column"          # string: why the record is bad, or NULL
+
+
+@dataclass(frozen=True)
+class Format:
+    """A format's declaration.
+
+    ``decode(value, schema, options)``: ``value`` is a string or binary column;
+    returns :class:`Decoded`. ``encode(row, options)``: ``row`` is a struct column;
+    returns a string or binary column. ``changelog`` formats (debezium-json) decode to
+    ``struct<op, before, after>`` instead of the row itself. ``file_format`` names Spark's
+    own file reader/writer when the filesystem connector should use it directly
+    (parquet); otherwise files are read as text and decoded like a Kafka value.
+    """
+
+    name: str
+    description: str
+    options: tuple[Option, ...] = ()
+    decode: Optional[Callable[["Column", "StructType", Mapping[str, Any]], Decoded]] = None
+    encode: Optional[Callable[["Column", Mapping[str, Any]], "Column"]] = None
+    changelog: bool = False
+    file_format: Optional[str] = None
+    single_column: bool = False      # raw: exactly one physical column
+
+
+def format_options(options: Mapping[str, Any], prefix: str) -> dict[str, Any]:
+    """The options under ``prefix`` ('json.', 'value.json.') with the prefix removed."""
+    return {k[len(prefix):]: v for k, v in options.items() if k.startswith(prefix)}
+
+
+def with_corrupt_field(schema: "StructType") -> "StructType":
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    return StructType(list(schema.fields) + [StructField(CORRUPT, StringType())])
+
+
+def without_corrupt_field(struct: "Column", schema: "StructType") -> "Column":
+    from pyspark.sql import functions as F
+
+    return F.struct(*[struct[f.name].alias(f.name) for f in schema.fields])
+
+
+def as_text(value: "Column") -> "Column":
+    from pyspark.sql.types import StringType
+
+    return value.cast(StringType())
+
+
+TIMESTAMP_FORMATS = {
+    # Flink's 'SQL' standard: 2024-01-31 12:00:00.000; 'ISO-8601': 2024-01-31T12:00:00.000
+    "SQL": "yyyy-MM-dd HH:mm:ss[.SSSSSS][.SSS][.S]",
+    "ISO-8601": "yyyy-MM-dd'T'HH:mm:ss[.SSSSSS][.SSS][.S][XXX]",
+}
+TIMESTAMP_WRITE_FORMATS = {"SQL": "yyyy-MM-dd HH:mm:ss.SSS", "ISO-8601": "yyyy-MM-dd'T'HH:mm:ss.SSS"}

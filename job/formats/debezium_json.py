@@ -1,0 +1,64 @@
+"""debezium-json: Debezium change events → a changelog (Flink's 'debezium-json').
+
+``op`` c/r → +I(after); u → -U(before), +U(after); d → -D(before). With a PRIMARY KEY
+the planner treats the stream as an upsert stream (after wins, d deletes the key), which
+also makes duplicated or replayed events harmless.
+"""
+from __future__ import annotations
+
+from job.connectors.base import Option
+from job.formats.base import CORRUPT, Decoded, Format, as_text
+from job.formats.json import encode as json_encode
+from job.formats.json import reader_options
+
+OPTIONS = (
+    Option("schema-include", "bool", default=False,
+           description="Events carry Kafka Connect's schema envelope: the change is under 'payload'."),
+    Option("ignore-parse-errors", "bool", default=False, description="Skip malformed events."),
+    Option("timestamp-format.standard", "enum", default="SQL", choices=("SQL", "ISO-8601"),
+           description="How TIMESTAMP values are read and written."),
+)
+
+VALID_OPS = ("c", "r", "u", "d")
+
+
+def envelope(schema):
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    return StructType([StructField("before", schema), StructField("after", schema),
+                       StructField("op", StringType()), StructField("ts_ms", LongType())])
+
+
+def decode(value, schema, options) -> Decoded:
+    """Decodes to struct<before, after, op, ts_ms>; ``error`` flags bad events."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    env = envelope(schema)
+    text = as_text(value)
+    if options.get("schema-include"):
+        wrapper = StructType([StructField("payload", env), StructField(CORRUPT, StringType())])
+        parsed = F.from_json(text, wrapper, reader_options(options))
+        change, corrupt = parsed["payload"], parsed[CORRUPT]
+    else:
+        wrapper = StructType(list(env.fields) + [StructField(CORRUPT, StringType())])
+        parsed = F.from_json(text, wrapper, reader_options(options))
+        change, corrupt = parsed, parsed[CORRUPT]
+    op = change["op"]
+    row = F.struct(change["before"].alias("before"), change["after"].alias("after"), op.alias("op"))
+    error = (F.when(text.isNull() | (F.trim(text) == ""), F.lit(None))  # Kafka tombstone after a delete
+              .when(corrupt.isNotNull(), F.lit("malformed Debezium JSON or a value that does not fit the declared type"))
+              .when(op.isNull(), F.lit("Debezium event without 'op'"))
+              .when(~op.isin(*VALID_OPS), F.concat(F.lit("unknown Debezium op '"), op, F.lit("'")))
+              .when(op.isin("c", "r", "u") & change["after"].isNull(), F.lit("Debezium event without 'after'"))
+              .when((op == "d") & change["before"].isNull(), F.lit("Debezium delete without 'before'")))
+    return Decoded(row, error)
+
+
+def encode(row, options):
+    """``row`` is struct<before, after, op>; written as a Debezium event."""
+    return json_encode(row, options)
+
+
+FORMAT = Format("debezium-json", "Debezium change events as JSON (a changelog).", OPTIONS,
+                decode=decode, encode=encode, changelog=True)

@@ -1,0 +1,30 @@
+"""spark-submit entry point: ``spark-submit job/main.py …`` (or the ``streamsql`` script).
+
+Parses arguments, runs the pipeline, exits with its code. The only ``sys.exit`` in the
+job lives here.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+if __package__ in (None, ""):  # run as a file by spark-submit: make 'job' importable
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from job.errors import PipelineError  # noqa: E402
+
+
+def main(argv=None) -> int:
+    from job.cli import parse_args
+    from job.run.runner import run
+
+    try:
+        options = parse_args(sys.argv[1:] if argv is None else argv)
+    except PipelineError as exc:
+        print(f"error: {exc.render()}", file=sys.stderr)
+        return exc.exit_code
+    return run(options)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

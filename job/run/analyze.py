@@ -1,0 +1,100 @@
+"""Spark's analyser over the declared schemas, before anything reads data.
+
+Every table becomes a temporary view over an *empty* DataFrame with its declared
+columns, so every view and every INSERT's SELECT is resolved by Spark itself — unknown
+columns, functions and type errors are reported against the user's file, at the line and
+column Spark points at.
+"""
+from __future__ import annotations
+
+import re
+
+from job.catalog import Catalog, short_name
+from job.errors import Origin, PipelineError
+
+
+def declared_frame(spark, table):
+    """An empty DataFrame with the table's columns (computed ones evaluated by Spark)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructField, StructType, _parse_datatype_string
+
+    base = [c for c in table.columns if c.kind != "computed"]
+    empty = spark.createDataFrame([], StructType([StructField(c.name, _parse_datatype_string(c.spark_type)) for c in base]))
+    computed = [c for c in table.columns if c.kind == "computed"]
+    for col in computed:
+        try:
+            empty = empty.withColumn(col.name, F.expr(col.expression))
+        except Exception as exc:  # noqa: BLE001 - Spark's own analysis error, re-told
+            origin = table.source.origin if table.source else None
+            raise spark_error(exc, f"computed column '{col.name}'", origin=origin,
+                              statement=table.source.text if table.source else None) from None
+    return empty.select(*[F.col(f"`{c.name}`") for c in table.columns])
+
+
+def register_declared(spark, catalog: Catalog) -> None:
+    for table in catalog.tables.values():
+        declared_frame(spark, table).createOrReplaceTempView(short_name(table.name))
+    for view in catalog.views.values():
+        register_view(spark, view)
+
+
+def register_view(spark, view) -> None:
+    try:
+        df = spark.sql(view.query)
+        if view.column_names:
+            df = df.toDF(*view.column_names)
+        df.createOrReplaceTempView(short_name(view.name))
+    except PipelineError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        raise spark_error(exc, f"view '{view.name}'", origin=view.query_origin, text=view.query,
+                          statement=view.source.text if view.source else None) from None
+
+
+def analyze_query(spark, sql: str, origin: Origin, statement: str | None, what: str):
+    """The analysed (not executed) DataFrame of a SELECT, or a located PipelineError."""
+    try:
+        df = spark.sql(sql)
+        df.schema  # forces analysis
+        return df
+    except Exception as exc:  # noqa: BLE001
+        raise spark_error(exc, what, origin=origin, text=sql, statement=statement) from None
+
+
+_POSITION = re.compile(r"line (\d+), pos(?:ition)? (\d+)")
+
+
+def spark_error(exc: Exception, what: str, *, origin: Origin | None, text: str | None = None,
+                statement: str | None = None) -> PipelineError:
+    """A Spark exception → one located paragraph, without the JVM stack trace."""
+    message = first_line(str(exc))
+    located = origin
+    if origin is not None and text is not None:
+        index = None
+        try:
+            contexts = exc.getQueryContext() if hasattr(exc, "getQueryContext") else []
+            if contexts and contexts[0].startIndex() >= 0:
+                index = contexts[0].startIndex()
+        except Exception:  # noqa: BLE001 - older exception types have no context
+            index = None
+        if index is None:
+            m = _POSITION.search(str(exc))
+            if m:
+                line, pos = int(m.group(1)), int(m.group(2))
+                lines = text.split("\n")
+                index = sum(len(l) + 1 for l in lines[: line - 1]) + pos
+        if index is not None and 0 <= index <= len(text):
+            located = origin.offset(text, index)
+    return PipelineError(f"Spark rejects {what}: {message}", origin=located, statement=statement)
+
+
+def first_line(text: str) -> str:
+    """The message part of a Spark/Java error: no SQLSTATE, no plan, no stack."""
+    text = text.strip()
+    for marker in ("\n== SQL", "\nJVM stacktrace", "\n\tat ", "; line ", "\n=="):
+        cut = text.find(marker)
+        if cut > 0:
+            text = text[:cut]
+    text = re.sub(r"\s*SQLSTATE: \w+\.?", "", text).strip()
+    lines = [l for l in text.splitlines() if l.strip()]
+    return " ".join(l.strip() for l in lines[:3]) if lines else "unknown error"

@@ -1,0 +1,99 @@
+"""Statements → a Program: the catalog, the Spark conf and the INSERTs, validated.
+
+Everything here runs before any data is read: it is what ``--dry-run`` checks.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sqlglot
+from sqlglot import exp
+
+from job.catalog import Catalog, short_name
+from job.connectors.registry import validate_options
+from job.errors import PipelineError
+from job.pipeline.load import LoadedPipeline
+from job.sql.parse import parse_statement
+from job.sql.statements import CreateTable, CreateView, Insert, SetOption
+
+
+@dataclass
+class Program:
+    name: str
+    catalog: Catalog
+    conf: dict[str, str]
+    inserts: list[Insert]
+    secrets: frozenset = frozenset()
+    checkpoint_dir: str | None = None
+    reads: dict[int, set[str]] = field(default_factory=dict)   # insert index → tables it reads
+
+
+def build_program(loaded: LoadedPipeline) -> Program:
+    catalog = Catalog()
+    conf = dict(loaded.spark_conf)
+    inserts: list[Insert] = []
+    for st in loaded.statements:
+        try:
+            statement = parse_statement(st)
+            if statement is None:  # statement-set markers
+                continue
+            if isinstance(statement, CreateTable):
+                catalog.add_table(statement)
+            elif isinstance(statement, CreateView):
+                catalog.add_view(statement)
+            elif isinstance(statement, SetOption):
+                conf[statement.key] = statement.value
+            elif isinstance(statement, Insert):
+                inserts.append(statement)
+        except PipelineError as err:
+            raise err.located(st.origin, st.text)
+    if not inserts:
+        raise PipelineError("the pipeline has no INSERT INTO statement, so there is nothing to run",
+                            origin=loaded.statements[-1].origin if loaded.statements else None,
+                            hint="add INSERT INTO <sink> SELECT … FROM <source>")
+    program = Program(loaded.name, catalog, conf, inserts, frozenset(loaded.secrets), loaded.checkpoint_dir)
+    validate(program)
+    return program
+
+
+def tables_read(catalog: Catalog, sql: str, seen: frozenset = frozenset()) -> set[str]:
+    """Names of the tables a query reads, through views and CTEs."""
+    try:
+        tree = sqlglot.parse_one(sql, read="spark")
+    except sqlglot.errors.ParseError:
+        return set()  # Spark's analyser reports the syntax error with its position
+    ctes = {cte.alias.lower() for cte in tree.find_all(exp.CTE)}
+    out: set[str] = set()
+    for node in tree.find_all(exp.Table):
+        name = short_name(node.name).lower()
+        if name in ctes or name in seen:
+            continue
+        view = catalog.view(name)
+        if view is not None:
+            out |= tables_read(catalog, view.query, seen | {name})
+        elif catalog.table(name) is not None:
+            out.add(name)
+    return out
+
+
+def validate(program: Program) -> None:
+    """Every table's options for the role it plays; every INSERT's target."""
+    catalog = program.catalog
+    roles: dict[str, set[str]] = {}
+    for i, insert in enumerate(program.inserts):
+        located = dict(origin=insert.source.origin if insert.source else None,
+                       statement=insert.source.text if insert.source else None)
+        target = catalog.table(insert.table)
+        if target is None:
+            hint = "INSERT INTO a view is not possible" if catalog.view(insert.table) else "define it with CREATE TABLE first"
+            raise PipelineError(f"INSERT INTO '{insert.table}': no such table", hint=hint, **located)
+        roles.setdefault(short_name(target.name).lower(), set()).add("sink")
+        program.reads[i] = tables_read(catalog, insert.query)
+        for name in program.reads[i]:
+            roles.setdefault(name, set()).add("source")
+    for key, table in catalog.tables.items():
+        for role in sorted(roles.get(key, {None})):
+            try:
+                validate_options(table, role)
+            except PipelineError as err:
+                raise err.located(table.source.origin if table.source else None, table.source.text if table.source else None)

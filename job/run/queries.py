@@ -1,0 +1,242 @@
+"""One streaming query per INSERT, all in one Spark application (Flink's statement set).
+
+Planning chooses, per INSERT, between Spark's native operators (append-only inputs, no
+join, no GROUP BY other than event-time windows) and the changelog engine. Running
+starts every query; if one fails the others are stopped and the failure is reported.
+With ``once`` every source is read up to what is available now and the run ends; an
+INSERT that reads a table another INSERT writes waits for that one to finish first.
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import sqlglot
+from sqlglot import exp
+
+from job.catalog import short_name, table_mode
+from job.changelog.plan import Planner, is_windowed
+from job.changelog.relation import SIGN, Field, Rel
+from job.changelog.sink import plan_sink
+from job.connectors.base import APPEND, SinkContext
+from job.connectors.registry import describe, validate_options
+from job.errors import EXIT_BAD_RECORD, EXIT_OTHER, EXIT_UNREACHABLE, PipelineError
+from job.run.analyze import analyze_query, register_declared, register_view, spark_error
+from job.run.program import Program
+from job.run.sources import BAD_RECORD_MARKER, OpenedSources, open_source
+
+DEFAULT_BUCKETS = 64
+BUCKETS_KEY = "streamsql.state.buckets"
+TRIGGER_KEYS = ("execution.checkpointing.interval", "streamsql.trigger.interval")
+
+
+@dataclass
+class QueryPlan:
+    name: str
+    insert_index: int
+    sink_table: str
+    engine: str                        # 'native' or 'changelog'
+    sink_mode: str
+    checkpoint: str
+    steps: list[str]
+    writer: object = None
+    dead_letters: list = field(default_factory=list)   # (query name, writer)
+    observed: list = field(default_factory=list)
+
+
+def query_name(program: Program, index: int, table: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", f"{program.name}-{index + 1}-{short_name(table)}")
+
+
+def needs_changelog(program: Program, index: int) -> bool:
+    """True unless every input is append-only and the query has no join, DISTINCT or
+    non-windowed GROUP BY (then Spark's own operators compute Flink's result)."""
+    catalog = program.catalog
+    if any(table_mode(catalog.table(name)) != APPEND for name in program.reads[index]):
+        return True
+    queries = [program.inserts[index].query] + [v.query for v in catalog.views.values()]
+    for sql in queries:
+        try:
+            tree = sqlglot.parse_one(sql, read="spark")
+        except sqlglot.errors.ParseError:
+            continue
+        for select in tree.find_all(exp.Select):
+            group = select.args.get("group")
+            if select.args.get("joins") or select.args.get("distinct"):
+                return True
+            if (group is not None or any(True for _ in select.find_all(exp.AggFunc))) and not is_windowed(group):
+                return True
+    return False
+
+
+def plan_queries(spark, program: Program, *, once: bool, checkpoint_dir: str, offline: bool = False) -> list[QueryPlan]:
+    """Validate with Spark's analyser, then build (not start) every query."""
+    catalog = program.catalog
+    register_declared(spark, catalog)
+    for i, insert in enumerate(program.inserts):
+        analyze_query(spark, insert.query, insert.query_origin, insert.source.text if insert.source else None,
+                      f"the query of INSERT INTO {insert.table}")
+    buckets = int(program.conf.get(BUCKETS_KEY, DEFAULT_BUCKETS))
+    plans = []
+    for i, insert in enumerate(program.inserts):
+        try:
+            plans.append(plan_insert(spark, program, i, once=once, checkpoint_dir=checkpoint_dir, buckets=buckets,
+                                     offline=offline))
+        except PipelineError as err:
+            raise err.located(insert.query_origin, insert.source.text if insert.source else None)
+    return plans
+
+
+def plan_insert(spark, program: Program, index: int, *, once: bool, checkpoint_dir: str, buckets: int,
+                offline: bool = False) -> QueryPlan:
+    insert = program.inserts[index]
+    table = program.catalog.table(insert.table)
+    connector, options = validate_options(table, "sink")
+    name = query_name(program, index, insert.table)
+    checkpoint = str(Path(checkpoint_dir) / name)
+    opened = OpenedSources()
+
+    def open_(t):
+        return open_source(spark, t, once=once, offline=offline, opened=opened)
+
+    planner = Planner(spark, program.catalog, open_, buckets)
+    if needs_changelog(program, index):
+        engine = "changelog"
+        rel = planner.plan(insert.query)
+    else:
+        engine = "native"
+        rel = native_relation(spark, program, index, open_)
+    sink = connector.create_sink(SinkContext(spark, table, options, checkpoint, offline=offline))
+    sink_plan = plan_sink(planner, rel, table, connector, sink, insert.column_names)
+    steps = rel.steps + sink_plan.steps
+    plan = QueryPlan(name, index, table.name, engine, sink_plan.mode, checkpoint, steps, sink_plan.writer,
+                     observed=opened.observed)
+    for j, (dl_table_name, letters) in enumerate(opened.dead_letters):
+        plan.dead_letters.append(dead_letter_writer(spark, program, dl_table_name, letters, f"{checkpoint}-dead-letter-{j}",
+                                                       offline))
+    return plan
+
+
+def native_relation(spark, program: Program, index: int, open_) -> Rel:
+    """The whole SELECT run by Spark SQL over the streaming sources (append-only)."""
+    from pyspark.sql import functions as F
+
+    catalog = program.catalog
+    for name in program.reads[index]:
+        open_(catalog.table(name)).df.createOrReplaceTempView(short_name(catalog.table(name).name))
+    for view in catalog.views.values():
+        register_view(spark, view)
+    insert = program.inserts[index]
+    df = analyze_query(spark, insert.query, insert.query_origin, None, f"the query of INSERT INTO {insert.table}")
+    fields = [Field(c, None, f"_n{i}") for i, c in enumerate(df.columns)]
+    out = df.toDF(*[f.col for f in fields]).withColumn(SIGN, F.lit(1))
+    register_declared(spark, catalog)  # leave the session's views as declared
+    return Rel(out, fields, append_only=True, steps=["Spark SQL's native streaming operators (append-only)"])
+
+
+def dead_letter_writer(spark, program: Program, table_name: str, letters, checkpoint: str, offline: bool = False):
+    from pyspark.sql import functions as F
+
+    table = program.catalog.table(table_name)
+    if table is None:
+        raise PipelineError(f"'dead-letter.table' names '{table_name}', which is not a table of this pipeline",
+                            option="dead-letter.table")
+    connector, options = validate_options(table, "sink")
+    persisted = [c for c in table.columns if c.is_persisted]
+    cols = [(letters[c.name] if c.name in letters.columns else
+             F.current_timestamp() if "timestamp" in c.spark_type else F.lit(None)).cast(c.spark_type).alias(c.name)
+            for c in persisted]
+    sink = connector.create_sink(SinkContext(spark, table, options, checkpoint, offline=offline))
+    return (f"dead-letter-{short_name(table.name)}", sink.write_stream(letters.select(*cols)), checkpoint)
+
+
+# ---------------------------------------------------------------------- running
+
+def trigger_args(program: Program, once: bool) -> dict:
+    if once:
+        return {"availableNow": True}
+    for key in TRIGGER_KEYS:
+        if program.conf.get(key):
+            return {"processingTime": program.conf[key]}
+    return {"processingTime": "0 seconds"}
+
+
+def start_queries(plans: list[QueryPlan], program: Program, *, once: bool):
+    trigger = trigger_args(program, once)
+    started = []
+    for plan in plans:
+        for name, writer, checkpoint in plan.dead_letters:
+            started.append(writer.queryName(f"{plan.name}-{name}").option("checkpointLocation", checkpoint)
+                           .outputMode("append").trigger(**trigger).start())
+        writer = (plan.writer.queryName(plan.name).option("checkpointLocation", plan.checkpoint)
+                  .outputMode("append").trigger(**trigger))
+        started.append(writer.start())
+    return started
+
+
+def waves(plans: list[QueryPlan], program: Program) -> list[list[QueryPlan]]:
+    """Split INSERTs so that one reading a table another writes runs after it."""
+    out: list[list[QueryPlan]] = []
+    written: set[str] = set()
+    for plan in plans:
+        reads = program.reads.get(plan.insert_index, set())
+        if out and not (reads & written):
+            out[-1].append(plan)
+        else:
+            out.append([plan])
+            written = set()
+        written.add(short_name(plan.sink_table).lower())
+    return out
+
+
+def await_all(spark, queries, stop_requested=lambda: False, poll: float = 0.5) -> None:
+    """Wait until every query ends; the first failure stops the rest and is raised."""
+    while True:
+        failed = next((q for q in queries if not q.isActive and q.exception() is not None), None)
+        if failed is not None:
+            for q in queries:
+                if q.isActive:
+                    q.stop()
+            raise query_failure(failed)
+        if all(not q.isActive for q in queries):
+            return
+        if stop_requested():
+            return
+        time.sleep(poll)
+
+
+def query_failure(query) -> PipelineError:
+    exc = query.exception()
+    text = str(exc.desc if hasattr(exc, "desc") else exc)
+    if BAD_RECORD_MARKER in text:
+        inner = text.split(BAD_RECORD_MARKER)[1].strip()
+        return PipelineError(f"query '{query.name}' stopped at a bad record: {inner}", exit_code=EXIT_BAD_RECORD,
+                             hint="set 'on-error' = 'skip' or 'dead-letter' on the table to keep going past bad records")
+    if any(s in text for s in ("TimeoutException", "Connection refused", "UnknownHostException", "Timed out waiting",
+                               "PSQLException: Connection", "Failed to construct kafka")):
+        err = spark_error(exc, f"query '{query.name}'", origin=None)
+        err.exit_code = EXIT_UNREACHABLE
+        return err
+    err = spark_error(exc, f"query '{query.name}'", origin=None)
+    err.message = f"query '{query.name}' failed: " + err.message.split(": ", 1)[-1]
+    err.exit_code = EXIT_OTHER
+    return err
+
+
+def explain_lines(program: Program, plans: list[QueryPlan], checkpoint_dir: str) -> list[str]:
+    lines = [f"pipeline {program.name}: {len(program.catalog.tables)} tables, {len(program.catalog.views)} views, "
+             f"{len(plans)} queries; checkpoints under {checkpoint_dir}"]
+    for key, table in sorted(program.catalog.tables.items()):
+        opts = describe(table.options)
+        lines.append(f"  table {table.name} [{opts.get('connector')}, {table_mode(table)}]"
+                     f"{' PRIMARY KEY (' + ', '.join(table.primary_key) + ')' if table.primary_key else ''}: "
+                     + ", ".join(f"{k}={v}" for k, v in sorted(opts.items()) if k != "connector"))
+    for plan in plans:
+        lines.append(f"  query {plan.name}: INSERT INTO {plan.sink_table} — {plan.engine} engine, sink fed as {plan.sink_mode}, "
+                     f"checkpoint {plan.checkpoint}")
+        lines += [f"    - {s}" for s in plan.steps]
+        lines += [f"    - dead letters → {name} (checkpoint {cp})" for name, _w, cp in plan.dead_letters]
+    return lines

@@ -1,0 +1,79 @@
+"""The SparkSession: conf/spark-defaults.conf, the pipeline's conf, SET statements.
+
+Under spark-submit the session already carries spark-submit's settings; when the job is
+called as a library (tests, Airflow's PythonOperator) this module adds what
+spark-submit.sh would: the project's jars and defaults.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Mapping
+
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULTS_FILE = ROOT / "conf" / "spark-defaults.conf"
+JARS_DIR = ROOT / "jars" / "spark"
+
+# Settings whose absence would make the job wrong, not just slow.
+REQUIRED = {
+    "spark.sql.streaming.stateStore.providerClass":
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.mapKeyDedupPolicy": "LAST_WIN",
+}
+
+
+def read_defaults(path: Path = DEFAULTS_FILE) -> dict[str, str]:
+    conf: dict[str, str] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            line = line.strip()
+            if line and not line.startswith("#"):
+                key, _, value = line.partition(" ")
+                conf[key.strip()] = value.strip()
+    return conf
+
+
+def project_jars() -> list[str]:
+    return sorted(str(p) for p in JARS_DIR.glob("*.jar")) if JARS_DIR.exists() else []
+
+
+def quiet_python_loggers(verbose: bool) -> None:
+    """PySpark logs every analysis error with a Java stack trace through this logger;
+    our own error message says it better."""
+    level = logging.INFO if verbose else logging.CRITICAL
+    for name in ("DataFrameQueryContextLogger", "py4j", "py4j.clientserver", "py4j.java_gateway"):
+        logging.getLogger(name).setLevel(level)
+
+
+def build_session(app_name: str, conf: Mapping[str, str], *, verbose: bool = False, master: str | None = None):
+    """Get or create the session; ``conf`` (YAML conf + SET statements) wins over defaults."""
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    quiet_python_loggers(verbose)
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    builder = SparkSession.builder.appName(app_name)
+    under_submit = "spark.app.id" in os.environ.get("SPARK_SUBMIT_OPTS", "") or os.environ.get("SPARK_ENV_LOADED")
+    if active is None and not under_submit:
+        settings = {**read_defaults(), **REQUIRED}
+        jars = project_jars()
+        if jars:
+            settings["spark.jars"] = ",".join(jars)
+        settings.setdefault("spark.master", master or os.environ.get("SPARK_MASTER", "local[2]"))
+        for key, value in settings.items():
+            builder = builder.config(key, value)
+    for key, value in {**REQUIRED, **conf}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    for key, value in conf.items():  # runtime SQL confs also apply to an existing session
+        try:
+            spark.conf.set(key, value)
+        except Exception:  # static confs of an already running session cannot change
+            pass
+    spark.sparkContext.setLogLevel("INFO" if verbose else "ERROR")
+    return spark

@@ -1,0 +1,435 @@
+"""The CREATE TABLE grammar (Flink dialect), parsed into a :class:`CreateTable`.
+
+::
+
+    CREATE [TEMPORARY] TABLE [IF NOT EXISTS] [catalog.db.]name (
+        column_def | [CONSTRAINT n] PRIMARY KEY (a, …) NOT ENFORCED
+                   | WATERMARK FOR ts AS expr , …
+    ) [COMMENT '…'] [PARTITIONED BY (c, …)] WITH ('key' = 'value', …)
+
+    column_def:  name type [[CONSTRAINT n] PRIMARY KEY NOT ENFORCED] [COMMENT '…']
+              |  name AS expr [COMMENT '…']                     -- computed
+              |  name type METADATA [FROM 'key'] [VIRTUAL] [COMMENT '…']
+
+Computed-column and watermark expressions are kept verbatim. Translating them into
+Spark SQL is the planner's job. A computed column's ``spark_type`` and ``flink_type`` are
+``""`` because its type is only known once Spark analyses the expression.
+
+Column names are matched without case, as Spark does by default. So ``a`` and ``A``
+count as duplicates, and ``PRIMARY KEY (UID)`` finds the column ``uid``. Key, watermark
+and partition columns are stored as the column's declared spelling.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+from decimal import Decimal
+from typing import Optional
+
+from job.errors import Origin
+from job.sql.statements import Column, CreateTable, StatementText, Watermark
+from job.sql.types import (
+    DSTRING, EOF, IDENT, NUMBER, QUOTED, STRING, Token, TokenStream, describe, parse_type,
+)
+
+WITH_HINT = "Flink requires a connector: add WITH ('connector' = '…', …) after the column list."
+NOT_ENFORCED_HINT = (
+    "Flink does not own the data, so it cannot enforce keys and only accepts "
+    "PRIMARY KEY (…) NOT ENFORCED."
+)
+OPTION_HINT = "write options as quoted strings: 'connector' = 'kafka'."
+WATERMARK_HINT = "e.g. WATERMARK FOR ts AS ts - INTERVAL '5' SECOND (or AS ts for no delay)."
+
+# Interval units a watermark delay may use: Spark's unit name and its milliseconds.
+_UNITS = {
+    "MILLISECOND": ("millisecond", 1),
+    "SECOND": ("second", 1_000),
+    "MINUTE": ("minute", 60_000),
+    "HOUR": ("hour", 3_600_000),
+    "DAY": ("day", 86_400_000),
+}
+_INTERVAL_VALUE = re.compile(r"[0-9]{1,15}(?:\.[0-9]{1,9})?")
+
+
+# --------------------------------------------------------------------------- helpers shared with parse.py
+
+
+def if_not_exists(ts: TokenStream) -> bool:
+    """``IF NOT EXISTS``. ``IF`` followed by ``(``, ``.`` or ``AS`` is a name, not this clause."""
+    if ts.at("IF") and not (ts.peek(1).matches("(") or ts.peek(1).matches(".") or ts.at("IF", "AS")):
+        ts.expect("IF", "NOT", "EXISTS")
+        return True
+    return False
+
+
+def qualified_name(ts: TokenStream, what: str) -> tuple[str, Token]:
+    """``name``, ``db.name`` or ``cat.db.name``; returns the dotted name and first token.
+
+    Parts are unquoted. A part that itself contains ``.`` or a backquote is kept in
+    backquotes, so splitting the result at unquoted dots is unambiguous. The registry
+    registers the last part as the Spark view name.
+    """
+    first = ts.identifier(what)
+    parts = [first.value]
+    while ts.accept("."):
+        parts.append(ts.identifier("a name after '.'").value)
+    return ".".join(_name_part(p) for p in parts), first
+
+
+def _name_part(part: str) -> str:
+    return "`" + part.replace("`", "``") + "`" if ("." in part or "`" in part) else part
+
+
+def name_list(ts: TokenStream, what: str) -> list[Token]:
+    """``(a, b, …)``: at least one identifier, no repeats (compared without case)."""
+    ts.expect("(")
+    names: list[Token] = []
+    while True:
+        token = ts.identifier(what)
+        if any(t.value.lower() == token.value.lower() for t in names):
+            raise ts.error(f"column '{token.value}' is listed twice", token)
+        names.append(token)
+        if not ts.accept(","):
+            ts.expect(")", what="',' or ')'")
+            return names
+
+
+def optional_comment(ts: TokenStream) -> Optional[str]:
+    if ts.accept("COMMENT"):
+        return ts.string("a comment string after COMMENT").value
+    return None
+
+
+# --------------------------------------------------------------------------- CREATE TABLE
+
+
+class _Table:
+    """What the element list has declared so far, with tokens for error positions."""
+
+    def __init__(self) -> None:
+        self.columns: list[Column] = []
+        self.column_tokens: dict[str, Token] = {}         # lower-case name → name token
+        self.primary_key: Optional[list[Token]] = None
+        self.watermark: Optional[tuple[Watermark, Token]] = None
+        self.options: dict[str, str] = {}
+        self.option_origins: dict[str, Origin] = {}
+
+
+def parse_create_table(ts: TokenStream, st: StatementText, temporary: bool) -> CreateTable:
+    """Parse from the ``TABLE`` keyword (``CREATE [TEMPORARY]`` already taken)."""
+    ts.expect("TABLE")
+    exists = if_not_exists(ts)
+    name, _ = qualified_name(ts, "a table name")
+    if ts.at("LIKE"):
+        raise ts.error("CREATE TABLE … LIKE is not supported", ts.peek(), hint="declare the columns explicitly.")
+    ts.expect(
+        "(", what="'(' and the column list",
+        hint="CREATE TABLE … AS SELECT is not supported: declare the columns, then INSERT INTO.",
+    )
+    table = _Table()
+    while True:
+        _element(ts, table)
+        if ts.accept(","):
+            continue
+        ts.expect(")", what="',' or ')'")
+        break
+    optional_comment(ts)  # a table comment has nowhere to go in Spark; accepted and dropped
+    partitioned_by: list[Token] = []
+    if ts.accept("PARTITIONED"):
+        ts.expect("BY")
+        partitioned_by = name_list(ts, "a partition column")
+    if ts.at_end():
+        raise ts.error("missing WITH clause", ts.peek(), hint=WITH_HINT)
+    ts.expect("WITH", hint=WITH_HINT)
+    _options(ts, table)
+    if ts.at("LIKE"):
+        raise ts.error("CREATE TABLE … LIKE is not supported", ts.peek(), hint="declare the columns explicitly.")
+    ts.expect_end("the WITH clause")
+
+    primary_key = _check_primary_key(ts, table)
+    watermark = _check_watermark(ts, table)
+    partitions = tuple(_resolve(ts, table, t, "PARTITIONED BY").name for t in partitioned_by)
+    return CreateTable(
+        name=name,
+        columns=tuple(table.columns),
+        options=table.options,
+        primary_key=primary_key,
+        watermark=watermark,
+        partitioned_by=partitions,
+        temporary=temporary,
+        if_not_exists=exists,
+        source=st,
+        option_origins=table.option_origins,
+    )
+
+
+def _element(ts: TokenStream, table: _Table) -> None:
+    if ts.at("PRIMARY", "KEY") or (ts.at("CONSTRAINT") and ts.peek(2).is_keyword("PRIMARY", "UNIQUE")):
+        _table_constraint(ts, table)
+    elif ts.at("UNIQUE", "("):
+        raise ts.error("UNIQUE constraints are not supported", ts.peek(), hint=NOT_ENFORCED_HINT)
+    elif ts.at("WATERMARK", "FOR"):
+        _watermark(ts, table)
+    else:
+        _column(ts, table)
+
+
+def _column(ts: TokenStream, table: _Table) -> None:
+    name_token = ts.identifier("a column definition")
+    name = name_token.value
+    first = table.column_tokens.get(name.lower())
+    if first is not None:
+        where = ts.origin_at(first.start)
+        raise ts.error(
+            f"duplicate column '{name}' (first defined at line {where.line}, column {where.column})",
+            name_token,
+        )
+    if ts.accept("AS"):
+        tokens = expression(ts, f"an expression for computed column '{name}'")
+        column = Column(
+            name, "", "", kind="computed", expression=_span(ts, tokens),
+            comment=optional_comment(ts),
+        )
+    else:
+        if ts.peek().kind != IDENT:
+            raise ts.expected(f"a type for column '{name}'")
+        flink = parse_type(ts)
+        if ts.accept("METADATA"):
+            key = ts.string("a metadata key string after FROM").value if ts.accept("FROM") else name
+            virtual = ts.accept("VIRTUAL") is not None
+            column = Column(
+                name, flink.spark_type, flink.text, flink.nullable, kind="metadata",
+                metadata_key=key, virtual=virtual, comment=optional_comment(ts),
+            )
+        else:
+            if ts.at("PRIMARY") or ts.at("CONSTRAINT"):
+                start = ts.peek()
+                if ts.accept("CONSTRAINT"):
+                    ts.identifier("a constraint name")
+                ts.expect("PRIMARY", "KEY")
+                _not_enforced(ts)
+                _set_primary_key(ts, table, [name_token], start)
+            column = Column(
+                name, flink.spark_type, flink.text, flink.nullable, comment=optional_comment(ts),
+            )
+    table.columns.append(column)
+    table.column_tokens[name.lower()] = name_token
+
+
+def expression(ts: TokenStream, what: str) -> list[Token]:
+    """Tokens of an expression, up to a top-level ``,`` or ``)`` or ``COMMENT '…'``.
+
+    Brackets count as nesting so that ``MAP['a', 1]`` is not cut at its comma.
+    """
+    tokens: list[Token] = []
+    depth = 0
+    while True:
+        token = ts.peek()
+        if token.kind == EOF:
+            break
+        if depth == 0 and (token.matches(",") or token.matches(")")):
+            break
+        if depth == 0 and token.is_keyword("COMMENT") and ts.peek(1).kind == STRING:
+            break
+        if token.matches("(") or token.matches("["):
+            depth += 1
+        elif token.matches(")") or token.matches("]"):
+            depth = max(0, depth - 1)
+        tokens.append(ts.next())
+    if not tokens:
+        raise ts.expected(what)
+    return tokens
+
+
+def _span(ts: TokenStream, tokens: list[Token]) -> str:
+    return ts.text[tokens[0].start : tokens[-1].end]
+
+
+def _table_constraint(ts: TokenStream, table: _Table) -> None:
+    start = ts.peek()
+    if ts.accept("CONSTRAINT"):
+        ts.identifier("a constraint name")
+    if ts.at("UNIQUE"):
+        raise ts.error("UNIQUE constraints are not supported", ts.peek(), hint=NOT_ENFORCED_HINT)
+    ts.expect("PRIMARY", "KEY")
+    names = name_list(ts, "a primary key column")
+    _not_enforced(ts)
+    _set_primary_key(ts, table, names, start)
+
+
+def _not_enforced(ts: TokenStream) -> None:
+    if ts.at("NOT"):
+        ts.expect("NOT", "ENFORCED", hint=NOT_ENFORCED_HINT)
+        return
+    raise ts.error(
+        f"PRIMARY KEY must be declared NOT ENFORCED, found {describe(ts.peek())}",
+        ts.peek(), hint=NOT_ENFORCED_HINT,
+    )
+
+
+def _set_primary_key(ts: TokenStream, table: _Table, names: list[Token], start: Token) -> None:
+    if table.primary_key is not None:
+        raise ts.error("a table can have only one PRIMARY KEY", start)
+    table.primary_key = names
+
+
+def _watermark(ts: TokenStream, table: _Table) -> None:
+    start = ts.next()  # WATERMARK
+    ts.next()          # FOR
+    column = ts.identifier("the watermark column")
+    if ts.at("."):
+        raise ts.error("a watermark on a nested field is not supported", ts.peek(), hint="use a computed column.")
+    ts.expect("AS")
+    tokens = expression(ts, "a watermark expression")
+    if table.watermark is not None:
+        raise ts.error("a table can have only one WATERMARK", start)
+    delay = _watermark_delay(ts, column, tokens)
+    table.watermark = (Watermark(column.value, _span(ts, tokens), delay), column)
+
+
+def _watermark_delay(ts: TokenStream, column: Token, tokens: list[Token]) -> str:
+    """Spark's ``withWatermark`` delay for ``ts`` or ``ts - INTERVAL 'n' UNIT``.
+
+    Spark watermarks are "max event time minus a fixed delay", so other shapes of
+    expression have no Spark equivalent and are rejected.
+    """
+    inner = tokens
+    while len(inner) >= 2 and inner[0].matches("(") and _closes_at_end(inner):
+        inner = inner[1:-1]
+
+    def is_column(token: Token) -> bool:
+        return token.kind in (IDENT, QUOTED) and token.value.lower() == column.value.lower()
+
+    if len(inner) == 1 and is_column(inner[0]):
+        return "0 seconds"
+    if (
+        len(inner) == 5 and is_column(inner[0]) and inner[1].matches("-")
+        and inner[2].is_keyword("INTERVAL") and inner[3].kind in (STRING, NUMBER)
+    ):
+        return _interval(ts, inner[3], inner[4])
+    raise ts.error(
+        f"unsupported watermark expression: Spark needs '{column.value}' or "
+        f"'{column.value} - INTERVAL …' (a fixed delay)",
+        tokens[0], hint=WATERMARK_HINT,
+    )
+
+
+def _closes_at_end(tokens: list[Token]) -> bool:
+    """Whether the ``(`` at tokens[0] is closed by the last token (not earlier)."""
+    depth = 0
+    for i, token in enumerate(tokens):
+        if token.matches("("):
+            depth += 1
+        elif token.matches(")"):
+            depth -= 1
+            if depth == 0:
+                return i == len(tokens) - 1
+    return False
+
+
+def _interval(ts: TokenStream, value: Token, unit: Token) -> str:
+    word = unit.value.upper() if unit.kind == IDENT else ""
+    if word.endswith("S") and word[:-1] in _UNITS:
+        word = word[:-1]
+    if word not in _UNITS:
+        raise ts.error(
+            f"unsupported interval unit {describe(unit)} in the watermark", unit,
+            hint="use MILLISECOND, SECOND, MINUTE, HOUR or DAY.",
+        )
+    name, millis = _UNITS[word]
+    text = value.value.strip()
+    if not _INTERVAL_VALUE.fullmatch(text):
+        raise ts.error(f"invalid interval value {value.text}: expected a non-negative number", value)
+    amount = Decimal(text)
+    if amount == amount.to_integral_value():
+        n = int(amount)
+        return f"{n} {name}{'' if n == 1 else 's'}"
+    # Fractions are converted to whole seconds or milliseconds: Spark's interval parser
+    # accepts fractions of seconds only, and Flink's watermarks have millisecond precision.
+    total = amount * millis
+    if total != total.to_integral_value():
+        raise ts.error(f"watermark delay {value.text} {unit.text} is finer than a millisecond", value)
+    total_ms = int(total)
+    if total_ms % 1000 == 0:
+        return f"{total_ms // 1000} seconds"
+    return f"{total_ms} milliseconds"
+
+
+def _options(ts: TokenStream, table: _Table) -> None:
+    ts.expect("(", what="'(' after WITH")
+    if ts.accept(")"):
+        return
+    while True:
+        key = _literal(ts, "an option key", "option keys")
+        if key.value in table.options:
+            where = table.option_origins[key.value]
+            error = ts.error(
+                f"duplicate option '{key.value}' (first set at line {where.line}, column {where.column})", key,
+            )
+            error.option = key.value
+            raise error
+        ts.expect("=", what=f"'=' after option '{key.value}'")
+        value = _literal(ts, f"a value for option '{key.value}'", "option values", option=key.value)
+        table.options[key.value] = value.value
+        table.option_origins[key.value] = ts.origin_at(key.start)
+        if not ts.accept(","):
+            ts.expect(")", what="',' or ')' in the WITH options")
+            return
+
+
+def _literal(ts: TokenStream, what: str, plural: str, option: Optional[str] = None) -> Token:
+    token = ts.peek()
+    if token.kind == STRING:
+        return ts.next()
+    if token.kind in (IDENT, QUOTED, NUMBER, DSTRING):
+        error = ts.error(f"{plural} must be 'single-quoted' string literals, found {describe(token)}", token, OPTION_HINT)
+    else:
+        error = ts.expected(what, token, hint=OPTION_HINT)
+    error.option = option
+    raise error
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _resolve(ts: TokenStream, table: _Table, token: Token, role: str) -> Column:
+    """The declared column a key/watermark/partition name refers to, or an error at the name."""
+    for column in table.columns:
+        if column.name.lower() == token.value.lower():
+            return column
+    names = [c.name for c in table.columns]
+    guess = difflib.get_close_matches(token.value, names, n=1)
+    hint = f"did you mean '{guess[0]}'?" if guess else "columns: " + ", ".join(names) + "."
+    raise ts.error(f"{role} column '{token.value}' is not a column of the table", token, hint=hint)
+
+
+def _check_primary_key(ts: TokenStream, table: _Table) -> tuple[str, ...]:
+    """Resolve the key. Key columns must be physical, and Flink makes them NOT NULL."""
+    if table.primary_key is None:
+        return ()
+    names = []
+    for token in table.primary_key:
+        column = _resolve(ts, table, token, "PRIMARY KEY")
+        if not column.is_physical:
+            raise ts.error(
+                f"PRIMARY KEY column '{column.name}' is a {column.kind} column; "
+                "a key must be declared on physical columns", token,
+            )
+        table.columns[table.columns.index(column)] = dataclasses.replace(column, nullable=False)
+        names.append(column.name)
+    return tuple(names)
+
+
+def _check_watermark(ts: TokenStream, table: _Table) -> Optional[Watermark]:
+    if table.watermark is None:
+        return None
+    watermark, token = table.watermark
+    column = _resolve(ts, table, token, "WATERMARK")
+    # A computed column's type is unknown until Spark analyses it; the planner checks it.
+    if column.kind != "computed" and column.spark_type != "timestamp":
+        raise ts.error(
+            f"watermark column '{column.name}' has type {column.flink_type}; "
+            "it must be TIMESTAMP(3) or TIMESTAMP_LTZ(3)", token,
+        )
+    return dataclasses.replace(watermark, column=column.name)

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# Run the pipeline job (job/main.py) with spark-submit, wired up for this repo:
+#   --jars            every jar in jars/spark/ (Kafka connector, JDBC driver; fetched on demand)
+#   --py-files        a zip of the job/ package, so executors on other machines can import it
+#   --properties-file conf/spark-defaults.conf
+#   log4j2            conf/log4j2.properties for the driver (absolute path)
+#
+#   ./spark-submit.sh [spark-submit options] [--] [job arguments]
+#
+# spark-submit options go first. With `--`, everything before it goes to spark-submit and
+# everything after it to the job. Without `--`, leading common options (--master, --conf,
+# --driver-memory, --executor-memory, --packages, --jars, --py-files, ... with their values)
+# go to spark-submit and the rest, from the first other argument on, to the job:
+#   ./spark-submit.sh --master spark://127.0.0.1:7077 --conf spark.ui.enabled=true -- pipeline.sql
+#   ./spark-submit.sh --driver-memory 2g pipeline.sql
+# Your --jars/--py-files are added to ours; your --properties-file replaces ours.
+#
+# spark-submit is $SPARK_HOME/bin/spark-submit, else the one on PATH, else .venv/bin's.
+# Exits with spark-submit's exit code.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+die() { echo "spark-submit.sh: $*" >&2; exit 1; }
+
+# --- which spark-submit ---------------------------------------------------------------
+if [[ -n "${SPARK_HOME:-}" && -x "$SPARK_HOME/bin/spark-submit" ]]; then
+  SUBMIT="$SPARK_HOME/bin/spark-submit"
+elif command -v spark-submit >/dev/null; then
+  SUBMIT="$(command -v spark-submit)"
+elif [[ -x "$ROOT/.venv/bin/spark-submit" ]]; then
+  SUBMIT="$ROOT/.venv/bin/spark-submit"
+else
+  die "spark-submit not found: set SPARK_HOME or pip install pyspark==4.2.0 into .venv"
+fi
+
+# The job imports third-party packages (sqlglot, ...) that only the repo's venv has; without
+# this the driver and local executors would run plain `python3`. On a real cluster set
+# PYSPARK_PYTHON to the executors' interpreter yourself.
+if [[ -z "${PYSPARK_PYTHON:-}" && -x "$ROOT/.venv/bin/python" ]]; then
+  export PYSPARK_PYTHON="$ROOT/.venv/bin/python"
+fi
+# Bind the driver (and its block manager / RPC) to loopback unless told otherwise.
+export SPARK_LOCAL_IP="${SPARK_LOCAL_IP:-127.0.0.1}"
+
+# --- split the arguments ----------------------------------------------------------------
+# spark-submit options that take a value and are recognised without `--`. --name and
+# --class are deliberately absent (a job could well have a --name flag); use `--` for them.
+value_opts=(--master --deploy-mode --conf -c --driver-memory --driver-cores --driver-java-options
+  --driver-class-path --driver-library-path --executor-memory --executor-cores --num-executors
+  --total-executor-cores --packages --repositories --exclude-packages --jars --py-files --files
+  --archives --properties-file --queue --proxy-user --principal --keytab)
+VALUE_OPTS=" ${value_opts[*]} "
+FLAG_OPTS=" --verbose -v --supervise "
+
+# With a `--` somewhere, every option before it is spark-submit's, known or not.
+have_dashdash=0
+for a in "$@"; do [[ "$a" == "--" ]] && { have_dashdash=1; break; }; done
+is_spark_value_opt() { [[ "$VALUE_OPTS" == *" $1 "* ]] || { [[ $have_dashdash == 1 ]] && [[ " --name --class " == *" $1 "* ]]; }; }
+is_spark_flag() { [[ "$FLAG_OPTS" == *" $1 "* ]] || { [[ $have_dashdash == 1 ]] && [[ "$1" == -* ]]; }; }
+
+SPARK_ARGS=() JOB_ARGS=() USER_JARS="" USER_PYFILES="" PROPS="$ROOT/conf/spark-defaults.conf"
+# add_opt NAME VALUE: keep the option, except the three we merge with our own.
+add_opt() {
+  case "$1" in
+    --jars) USER_JARS="${USER_JARS:+$USER_JARS,}$2" ;;
+    --py-files) USER_PYFILES="${USER_PYFILES:+$USER_PYFILES,}$2" ;;
+    --properties-file) PROPS="$2" ;;
+    *) SPARK_ARGS+=("$1" "$2") ;;
+  esac
+}
+while [[ $# -gt 0 ]]; do
+  a="$1"
+  if [[ "$a" == "--" ]]; then shift; JOB_ARGS=("$@"); break; fi
+  if [[ "$a" == --*=* ]] && { is_spark_value_opt "${a%%=*}" || is_spark_flag "$a"; }; then
+    add_opt "${a%%=*}" "${a#*=}"; shift; continue
+  fi
+  if is_spark_value_opt "$a"; then
+    [[ $# -ge 2 ]] || die "$a needs a value"
+    add_opt "$a" "$2"; shift 2; continue
+  fi
+  if is_spark_flag "$a"; then SPARK_ARGS+=("$a"); shift; continue; fi
+  # The first job argument: it and everything after it (even a later `--`) go to the job.
+  JOB_ARGS=("$@"); break
+done
+
+MAIN="$ROOT/job/main.py"
+[[ -f "$MAIN" ]] || die "$MAIN not found"
+[[ -f "$PROPS" ]] || die "properties file $PROPS not found"
+
+# --- jars -------------------------------------------------------------------------------
+# Cheap when up to date (compares a pom hash); fetches with Maven on first use / pom change.
+"$ROOT/scripts/jars.sh" spark --quiet
+JARS="$(find "$ROOT/jars/spark" -maxdepth 1 -name '*.jar' | sort | paste -sd, -)"
+[[ -n "$JARS" ]] || die "no jars in jars/spark (scripts/jars.sh spark --force)"
+JARS="$JARS${USER_JARS:+,$USER_JARS}"
+
+# --- job package for executors ------------------------------------------------------------
+# Deterministic zip (fixed timestamps, sorted), named by content hash: rebuilding unchanged
+# code yields the same file, and concurrent runs never overwrite a zip another run is serving.
+PY="$ROOT/.venv/bin/python"; [[ -x "$PY" ]] || PY=python3
+PYZIP="$("$PY" - "$ROOT" "$ROOT/build/pyfiles" <<'EOF'
+import hashlib, io, os, sys, zipfile
+root, out_dir = sys.argv[1], sys.argv[2]
+buf = io.BytesIO()
+with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+    for d, dirs, files in os.walk(os.path.join(root, "job")):
+        dirs[:] = sorted(x for x in dirs if x != "__pycache__" and not x.startswith("."))
+        for f in sorted(files):
+            if f.startswith(".") or f.endswith((".pyc", ".pyo")):
+                continue
+            path = os.path.join(d, f)
+            info = zipfile.ZipInfo(os.path.relpath(path, root), date_time=(1980, 1, 1, 0, 0, 0))
+            info.external_attr = 0o644 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            with open(path, "rb") as fh:
+                z.writestr(info, fh.read())
+data = buf.getvalue()
+name = os.path.join(out_dir, "job-%s.zip" % hashlib.sha256(data).hexdigest()[:16])
+if not os.path.exists(name):
+    os.makedirs(out_dir, exist_ok=True)
+    tmp = "%s.%d.tmp" % (name, os.getpid())
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+    os.replace(tmp, name)
+print(name)
+EOF
+)"
+# Old zips are tiny; drop those untouched for a week (a running job keeps its own).
+find "$ROOT/build/pyfiles" -name 'job-*.zip' -mtime +7 -delete 2>/dev/null || true
+touch "$PYZIP"
+PYFILES="$PYZIP${USER_PYFILES:+,$USER_PYFILES}"
+
+# spark.driver.defaultJavaOptions is prepended to spark.driver.extraJavaOptions, so a user's
+# --driver-java-options adds to it instead of replacing it (and a later -D wins).
+LOG4J="-Dlog4j2.configurationFile=\"file:$ROOT/conf/log4j2.properties\""
+
+exec "$SUBMIT" \
+  --properties-file "$PROPS" \
+  --jars "$JARS" \
+  --py-files "$PYFILES" \
+  --conf "spark.driver.defaultJavaOptions=$LOG4J" \
+  "${SPARK_ARGS[@]}" \
+  "$MAIN" "${JOB_ARGS[@]}"

@@ -1,0 +1,78 @@
+"""Real external services for tests: a local Kafka broker (scripts/kafka.sh) and the extra
+Spark jars (scripts/jars.sh).
+
+    from tests.services import ensure_kafka, spark_jars
+    bootstrap = ensure_kafka()            # "127.0.0.1:19092", started once, reused after
+    SparkSession.builder.config("spark.jars", ",".join(spark_jars()))...
+
+Both scripts are idempotent and lock against concurrent callers, so any number of test
+processes may call these. The broker keeps running after the tests (restarting it costs a few
+seconds per run); stop it with stop_kafka() or `scripts/kafka.sh stop --name test`.
+Tests default to port 19092 / name "test" so they never touch a developer's broker on 9092.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+JARS_SH = ROOT / "scripts" / "jars.sh"
+KAFKA_SH = ROOT / "scripts" / "kafka.sh"
+SPARK_JARS_DIR = ROOT / "jars" / "spark"
+LOG4J_CONF = ROOT / "conf" / "log4j2.properties"
+
+
+def _run(cmd: list[str], timeout: float) -> str:
+    proc = subprocess.run(
+        cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        timeout=timeout, env={**os.environ, "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")},
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"{' '.join(cmd)} failed with exit code {proc.returncode}\n"
+            f"--- stdout ---\n{proc.stdout}\n--- stderr ---\n{proc.stderr}"
+        )
+    return proc.stdout
+
+
+def ensure_jars(which: str = "all") -> None:
+    """Fetch jars/spark and/or jars/kafka with Maven unless already there (seconds when cached)."""
+    _run([str(JARS_SH), which, "--quiet"], timeout=900)
+
+
+def spark_jars() -> list[str]:
+    """Absolute paths of the jars Spark needs on top of pyspark's own (Kafka connector, JDBC)."""
+    ensure_jars("spark")
+    jars = sorted(str(p) for p in SPARK_JARS_DIR.glob("*.jar"))
+    if not jars:
+        raise RuntimeError(f"no jars in {SPARK_JARS_DIR}; run scripts/jars.sh spark --force")
+    return jars
+
+
+def ensure_kafka(port: int = 19092, name: str = "test", timeout: float = 120) -> str:
+    """Start (or reuse) the local broker NAME on 127.0.0.1:PORT; returns its bootstrap servers.
+
+    Returns only once the broker answers admin requests. A broker NAME already running on
+    another port is an error (use another name).
+    """
+    ensure_jars("kafka")
+    out = _run(
+        [str(KAFKA_SH), "start", "--port", str(port), "--name", name, "--timeout", str(int(timeout))],
+        timeout=timeout + 30,
+    )
+    lines = out.strip().splitlines()
+    return lines[-1] if lines else f"127.0.0.1:{port}"
+
+
+def stop_kafka(name: str = "test") -> None:
+    """Stop broker NAME (no-op if not running). Its data stays in .services/kafka-NAME/."""
+    _run([str(KAFKA_SH), "stop", "--name", name], timeout=60)
+
+
+def kafka_running(name: str = "test") -> bool:
+    return subprocess.run(
+        [str(KAFKA_SH), "status", "--name", name], cwd=ROOT,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    ).returncode == 0

@@ -1,0 +1,52 @@
+"""One local SparkSession shared by every test that needs Spark.
+
+Starting a JVM costs seconds, so tests import :func:`get_spark` instead of building their
+own session. The settings mirror conf/spark-defaults.conf where they matter for results
+(UTC session time zone, RocksDB state store) and keep a test run small (2 cores, 2
+shuffle partitions, no UI).
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+_lock = threading.Lock()
+_spark = None
+
+
+def get_spark():
+    """The shared ``local[2]`` SparkSession (created on first use)."""
+    global _spark
+    with _lock:
+        if _spark is not None and _spark._jsc is not None and not _spark._jsc.sc().isStopped():
+            return _spark
+        # Workers must run the same interpreter (and see the same packages) as the driver.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        # Python workers import job.* (UDFs, Python data sources): make the repo importable.
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        if root not in paths:
+            os.environ["PYTHONPATH"] = os.pathsep.join([root, *paths])
+
+        from pyspark.sql import SparkSession
+
+        _spark = (
+            SparkSession.builder.master("local[2]")
+            .appName("tests")
+            .config("spark.sql.shuffle.partitions", "2")
+            .config("spark.default.parallelism", "2")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.sql.session.timeZone", "UTC")
+            .config("spark.sql.streaming.stateStore.providerClass",
+                    "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+            .config("spark.driver.bindAddress", "127.0.0.1")
+            .config("spark.driver.host", "127.0.0.1")
+            .config("spark.sql.streaming.schemaInference", "false")
+            .getOrCreate()
+        )
+        _spark.sparkContext.setLogLevel("ERROR")
+        return _spark
