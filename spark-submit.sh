@@ -50,7 +50,8 @@ value_opts=(--master --deploy-mode --conf -c --driver-memory --driver-cores --dr
   --total-executor-cores --packages --repositories --exclude-packages --jars --py-files --files
   --archives --properties-file --queue --proxy-user --principal --keytab)
 VALUE_OPTS=" ${value_opts[*]} "
-FLAG_OPTS=" --verbose -v --supervise "
+# Not --verbose/-v: the job has its own --verbose. Put spark-submit's before `--`.
+FLAG_OPTS=" --supervise "
 
 # With a `--` somewhere, every option before it is spark-submit's, known or not.
 have_dashdash=0

@@ -96,7 +96,7 @@ fetch() {
   rm -rf "$dest"
   mv "$tmp" "$dest"
   log "jars/$name: $(ls "$dest"/*.jar | wc -l) jars in $((SECONDS - start))s"
-  if [[ "$name" == spark ]]; then (cd "$dest" && ls -1 *.jar | sed 's/^/  /' >&2); fi
+  if [[ "$name" == spark ]]; then (cd "$dest" && printf '  %s\n' ./*.jar | sed 's|\./||' >&2); fi
 }
 
 if [[ $WHICH != kafka ]]; then fetch spark conf/pom.xml; fi

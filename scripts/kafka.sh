@@ -57,7 +57,7 @@ running_pid() {
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-stored_port() { [[ -f "$PROPS" ]] && sed -n 's/^# port=//p' "$PROPS" | head -1 || true; }
+stored_port() { if [[ -f "$PROPS" ]]; then sed -n 's/^# port=//p' "$PROPS" | head -1; fi; }
 
 write_config() {
   mkdir -p "$DIR/data" "$LOGDIR"
@@ -178,20 +178,20 @@ cmd_start() {
     -cp "$CP" kafka.Kafka "$PROPS" >"$LOGDIR/stdout.log" 2>&1 </dev/null 9>&- &
   pid=$!
   echo "$pid" >"$PIDFILE"
-  log "starting (pid $pid) on 127.0.0.1:$PORT, controller 127.0.0.1:$CPORT; log: ${LOGDIR#$ROOT/}/server.log"
+  log "starting (pid $pid) on 127.0.0.1:$PORT, controller 127.0.0.1:$CPORT; log: ${LOGDIR#"$ROOT"/}/server.log"
 
   local deadline=$((SECONDS + TIMEOUT))
   until port_open "$PORT"; do
     if ! kill -0 "$pid" 2>/dev/null; then
       tail -n 30 "$LOGDIR/server.log" "$LOGDIR/stdout.log" >&2 2>/dev/null || true
       rm -f "$PIDFILE"
-      die "broker exited during startup (see ${LOGDIR#$ROOT/}/)"
+      die "broker exited during startup (see ${LOGDIR#"$ROOT"/}/)"
     fi
-    ((SECONDS < deadline)) || die "port $PORT not open after ${TIMEOUT}s (pid $pid left running; see ${LOGDIR#$ROOT/}/server.log)"
+    ((SECONDS < deadline)) || die "port $PORT not open after ${TIMEOUT}s (pid $pid left running; see ${LOGDIR#"$ROOT"/}/server.log)"
     sleep 0.2
   done
   until broker_answers; do
-    kill -0 "$pid" 2>/dev/null || { rm -f "$PIDFILE"; die "broker exited during startup (see ${LOGDIR#$ROOT/}/)"; }
+    kill -0 "$pid" 2>/dev/null || { rm -f "$PIDFILE"; die "broker exited during startup (see ${LOGDIR#"$ROOT"/}/)"; }
     ((SECONDS < deadline)) || die "broker not answering after ${TIMEOUT}s (pid $pid left running)"
     sleep 0.5
   done

@@ -33,6 +33,8 @@ def get_spark():
 
         from pyspark.sql import SparkSession
 
+        from tests.services import LOG4J_CONF, spark_jars
+
         _spark = (
             SparkSession.builder.master("local[2]")
             .appName("tests")
@@ -46,7 +48,40 @@ def get_spark():
             .config("spark.driver.bindAddress", "127.0.0.1")
             .config("spark.driver.host", "127.0.0.1")
             .config("spark.sql.streaming.schemaInference", "false")
+            .config("spark.sql.mapKeyDedupPolicy", "LAST_WIN")
+            .config("spark.jars", ",".join(spark_jars()))
+            .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{LOG4J_CONF}")
             .getOrCreate()
         )
         _spark.sparkContext.setLogLevel("ERROR")
         return _spark
+
+
+def run_available_now(writer_or_df, checkpoint, *, timeout: float = 120.0):
+    """Run a streaming query with Trigger.AvailableNow to completion.
+
+    ``writer_or_df`` is a streaming DataFrame (its rows are collected through the memory
+    sink and returned as a static DataFrame) or a configured DataStreamWriter (run as is;
+    the finished StreamingQuery is returned)."""
+    import uuid
+
+    from pyspark.sql import DataFrame
+
+    if isinstance(writer_or_df, DataFrame):
+        name = "t_" + uuid.uuid4().hex
+        query = (writer_or_df.writeStream.format("memory").queryName(name).outputMode("append")
+                 .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+        _await(query, timeout)
+        return get_spark().table(name)
+    query = writer_or_df.option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start()
+    _await(query, timeout)
+    return query
+
+
+def _await(query, timeout: float) -> None:
+    finished = query.awaitTermination(timeout)
+    if not finished:
+        query.stop()
+        raise AssertionError(f"streaming query did not finish within {timeout} s")
+    if query.exception() is not None:
+        raise query.exception()

@@ -251,7 +251,7 @@ def create_source(ctx) -> SourceStream:
             statement=table.source.text if table.source else None, option="number-of-rows",
             hint=f"e.g. 'number-of-rows' = '1000' on table '{table.name}'")
     spec["partitions"] = max(1, ctx.spark.sparkContext.defaultParallelism)
-    ctx.spark.dataSource.register(DatagenDataSource)  # by name; registering again replaces it
+    ctx.spark.dataSource.register(_build_classes()["DatagenDataSource"])  # registering again replaces it
     schema = StructType(list(physical_schema(table).fields) + [StructField(ROW_COLUMN, LongType(), False)])
     df = ctx.spark.readStream.format(DATA_SOURCE_NAME).schema(schema).option("spec", json.dumps(spec)).load()
     physical = {c.name: F.col(f"`{c.name}`") for c in table.physical_columns}

@@ -292,7 +292,11 @@ class FileSystemSink(Sink):
             return df.select(*[F.col(f"`{c}`") for c in data + parts]), "json", opts
         if fmt.name == "csv":
             opts = {k: v for k, v in csv_format._spark_options(fopts).items() if k != "comment"}
-            return df.select(*[F.col(f"`{c}`") for c in data + parts]), "csv", {**opts, "header": "false"}
+            # The format's timestampFormat is a parse pattern with optional sections, which
+            # a writer would print all of ('…00.500000.500.5'): write Flink's SQL form.
+            opts.update(header="false", timestampFormat=TIMESTAMP_WRITE_FORMATS["SQL"],
+                        timestampNTZFormat=TIMESTAMP_WRITE_FORMATS["SQL"])
+            return df.select(*[F.col(f"`{c}`") for c in data + parts]), "csv", opts
         # Any other line format: encode each row to one line of text.
         if fmt.single_column:
             value = df[f"`{data[0]}`"].cast("string")

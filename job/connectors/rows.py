@@ -69,9 +69,11 @@ def changelog_rows(df, table, change_col: str, *, keyed: bool, physical_names: S
     change = F.col(change_col)
     op = change["op"]
     if keyed:
-        entries = F.array(F.struct(
-            F.when(op == "d", change["before"]).otherwise(change["after"]).alias("image"),
-            F.when(op == "d", F.lit("D")).otherwise(F.lit("U")).alias("kind")))
+        # Like the unkeyed case, an event without a valid op (malformed, or a Kafka
+        # tombstone) yields no entry, so it is not mistaken for an upsert of NULLs.
+        entries = (F.when(op.isin("c", "r", "u"), F.array(F.struct(change["after"].alias("image"), F.lit("U").alias("kind"))))
+                   .when(op == "d", F.array(F.struct(change["before"].alias("image"), F.lit("D").alias("kind"))))
+                   .otherwise(F.array()))
     else:
         entries = (F.when(op.isin("c", "r"), F.array(F.struct(change["after"].alias("image"), F.lit("+I").alias("kind"))))
                    .when(op == "u", F.array(F.struct(change["before"].alias("image"), F.lit("-U").alias("kind")),

@@ -211,8 +211,12 @@ def await_all(spark, queries, stop_requested=lambda: False, poll: float = 0.5) -
 def query_failure(query) -> PipelineError:
     exc = query.exception()
     text = str(exc.desc if hasattr(exc, "desc") else exc)
-    if BAD_RECORD_MARKER in text:
-        inner = text.split(BAD_RECORD_MARKER)[1].strip()
+    # The plan printed with some errors contains the raise_error() literal itself; only an
+    # evaluated message (no expression ids like '__error#12') is a bad-record failure.
+    pieces = text.split(BAD_RECORD_MARKER)
+    evaluated = [p.strip() for p in pieces[1::2] if "#" not in p and "coalesce(" not in p]
+    if evaluated:
+        inner = evaluated[0]
         return PipelineError(f"query '{query.name}' stopped at a bad record: {inner}", exit_code=EXIT_BAD_RECORD,
                              hint="set 'on-error' = 'skip' or 'dead-letter' on the table to keep going past bad records")
     if any(s in text for s in ("TimeoutException", "Connection refused", "UnknownHostException", "Timed out waiting",

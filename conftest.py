@@ -1,0 +1,27 @@
+"""Test-session wiring: one SparkSession and one Kafka broker for the whole run."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "kafka: needs the local Kafka broker (started by the fixture)")
+    config.addinivalue_line("markers", "slow: end-to-end; runs in CI, skip locally with -m 'not slow'")
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from tests.spark_session import get_spark
+
+    return get_spark()
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap():
+    from tests.services import ensure_kafka
+
+    return ensure_kafka()

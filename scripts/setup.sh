@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# One command from a fresh checkout to a working job: venv, the package, Spark's jars.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+.venv/bin/pip install -q --upgrade pip
+.venv/bin/pip install -q -e '.[test]'
+./scripts/jars.sh all
+echo "setup done: .venv is ready, jars are in jars/"
