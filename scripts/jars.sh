@@ -17,7 +17,7 @@ for arg in "$@"; do
     --force) FORCE=1 ;;
     --quiet|-q) QUIET=1 ;;
     spark|kafka|all) WHICH="$arg" ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "jars.sh: unknown argument: $arg" >&2; exit 2 ;;
   esac
 done

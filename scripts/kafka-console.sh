@@ -8,14 +8,15 @@
 #       Tombstones (null value): add --property null.marker=NULL and send "k1|NULL".
 #   scripts/kafka-console.sh consume TOPIC [ConsoleConsumer options...]
 #       prints "key|value" from the beginning of the topic ("null" for a null key/value);
-#       e.g. --max-messages 10, --timeout-ms 5000, --property print.partition=true
+#       e.g. --max-messages 10, --property print.partition=true, --timeout-ms 5000 (exit when
+#       idle; Kafka then logs a harmless "ERROR ... TimeoutException" and still exits 0)
 #
 # --bootstrap-server defaults to $KAFKA_BOOTSTRAP or 127.0.0.1:9092 (scripts/kafka.sh's default).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 JAVA="${JAVA_HOME:+$JAVA_HOME/bin/}java"
 
-usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2; exit 2; }
 [[ $# -ge 1 ]] || usage
 mode="$1"; shift
 args=()

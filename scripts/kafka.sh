@@ -17,7 +17,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 JAVA="${JAVA_HOME:+$JAVA_HOME/bin/}java"
 CP="$ROOT/jars/kafka/*"
 
-usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2; exit 2; }
 log() { echo "kafka.sh[$NAME]: $*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 

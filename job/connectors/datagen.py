@@ -250,7 +250,10 @@ def create_source(ctx) -> SourceStream:
             origin=table.source.origin if table.source else None,
             statement=table.source.text if table.source else None, option="number-of-rows",
             hint=f"e.g. 'number-of-rows' = '1000' on table '{table.name}'")
-    spec["partitions"] = max(1, ctx.spark.sparkContext.defaultParallelism)
+    try:
+        spec["partitions"] = max(1, ctx.spark.sparkContext.defaultParallelism)
+    except Exception:  # no SparkContext in this client (Spark Connect)
+        spec["partitions"] = 4
     ctx.spark.dataSource.register(_build_classes()["DatagenDataSource"])  # registering again replaces it
     schema = StructType(list(physical_schema(table).fields) + [StructField(ROW_COLUMN, LongType(), False)])
     df = ctx.spark.readStream.format(DATA_SOURCE_NAME).schema(schema).option("spec", json.dumps(spec)).load()

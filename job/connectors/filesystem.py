@@ -90,6 +90,10 @@ def data_columns(table) -> list[str]:
 
 def check(table, options, role):
     fmt = _format(table, options)
+    limit = options.get("source.max-files-per-trigger")
+    if limit is not None and limit < 1:
+        _fail(table, f"'source.max-files-per-trigger' must be at least 1, got {limit}",
+              option="source.max-files-per-trigger")
     if role == "sink" and fmt.changelog:
         _fail(table, f"the filesystem connector cannot write format '{fmt.name}' (table '{table.name}'): "
                      "it writes append-only files, and a changelog format needs a changelog",
@@ -142,14 +146,17 @@ def create_source(ctx) -> SourceStream:
 
     table, options = ctx.table, ctx.options
     fmt = _format(table, options)
+    # Spark lists the directory when the stream is defined (partition discovery); a dry
+    # run must not touch it, so it plans over an empty local directory instead.
+    path = _empty_directory() if ctx.offline else options["path"]
     reader = ctx.spark.readStream
     if options.get("source.max-files-per-trigger"):
         reader = reader.option("maxFilesPerTrigger", str(options["source.max-files-per-trigger"]))
     try:
         if fmt.file_format:
-            df = reader.schema(physical_schema(table)).format(fmt.file_format).load(options["path"])
+            df = reader.schema(physical_schema(table)).format(fmt.file_format).load(path)
         else:
-            df = reader.option("recursiveFileLookup", "false").text(options["path"])
+            df = reader.option("recursiveFileLookup", "false").text(path)
     except AnalysisException as exc:
         if "PATH_NOT_FOUND" in str(exc) or "Path does not exist" in str(exc):
             _fail(table, f"the directory '{options['path']}' of table '{table.name}' does not exist", option="path",
@@ -159,6 +166,16 @@ def create_source(ctx) -> SourceStream:
     if fmt.file_format:
         return _file_format_source(df, table)
     return _text_source(df, table, options, fmt)
+
+
+def _empty_directory() -> str:
+    import atexit
+    import shutil
+    import tempfile
+
+    path = tempfile.mkdtemp(prefix="streamsql-dry-run-")
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
 
 
 def _file_format_source(df, table) -> SourceStream:
@@ -224,10 +241,14 @@ def _partition_value(table, name):
 
     col = table.column(name)
     raw = F.regexp_extract(F.col("__file"), r"(?i)/" + re.escape(col.name) + r"=([^/]*)/", 1)
-    # _metadata.file_path is a URI (%-escaped once more), and Spark escapes special
-    # characters in partition values ('%3A' for ':'): unescape twice. url_decode would
-    # turn '+' into a space, so protect it first.
-    text = F.url_decode(F.replace(F.url_decode(F.replace(raw, F.lit("+"), F.lit("%2B"))), F.lit("+"), F.lit("%2B")))
+    # _metadata.file_path is a URI (%-escaped once more), and Spark and Flink escape
+    # special characters in partition values ('%3A' for ':'): unescape twice. url_decode
+    # would turn '+' into a space, so protect it first; a stray '%' written by another
+    # tool is kept as it is.
+    def unescape(text):
+        return F.coalesce(F.try_url_decode(F.replace(text, F.lit("+"), F.lit("%2B"))), text)
+
+    text = unescape(unescape(raw))
     return F.when((raw == "") | raw.isin(*DEFAULT_PARTITION_NAMES), F.lit(None)).otherwise(text).cast(col.spark_type)
 
 

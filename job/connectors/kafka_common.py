@@ -144,6 +144,25 @@ def check_reachable(spark, options) -> None:
                lambda admin, jvm: admin.listTopics().names().get(15, jvm.java.util.concurrent.TimeUnit.SECONDS))
 
 
+def ensure_topics(spark, options, names: list[str]) -> None:
+    """Create source topics that do not exist yet, with the broker's default partitions and
+    replication. Spark's Kafka source fails on a missing topic where Flink's waits for it;
+    creating it empty gives Flink's behaviour (a pipeline may start before its producers)."""
+    def create(admin, jvm):
+        unit = jvm.java.util.concurrent.TimeUnit.SECONDS
+        existing = set(admin.listTopics().names().get(15, unit))
+        missing = [n for n in names if n not in existing]
+        if missing:
+            empty = jvm.java.util.Optional.empty()
+            topics = jvm.java.util.ArrayList([jvm.org.apache.kafka.clients.admin.NewTopic(n, empty, empty) for n in missing])
+            try:
+                admin.createTopics(topics).all().get(15, unit)
+            except Exception as exc:  # created concurrently by someone else: fine
+                if "TopicExistsException" not in str(exc):
+                    raise
+    admin_call(spark, options, f"creating missing topics {names}", create)
+
+
 def partitions_of(spark, options, names: list[str]) -> dict[str, list[int]]:
     def describe(admin, jvm):
         result = admin.describeTopics(jvm.java.util.ArrayList(names)).allTopicNames().get(
@@ -214,6 +233,8 @@ def read_topic(ctx, *, key_cols: list[str]):
     spark, table, options = ctx.spark, ctx.table, ctx.options
     if not ctx.offline:
         check_reachable(spark, options)
+        if not options.get("topic-pattern"):
+            ensure_topics(spark, options, topics(options))
     reader = spark.readStream.format("kafka").options(**spark_kafka_options(options))
     if options.get("topic-pattern"):
         reader = reader.option("subscribePattern", options["topic-pattern"])

@@ -7,14 +7,9 @@ from job.connectors.base import APPEND, CHANGELOG, UPSERT, SinkContext, SourceCo
 from job.connectors.registry import connectors, validate_options
 from job.errors import PipelineError
 from job.sql.statements import Column, CreateTable
-from tests.spark_session import get_spark, run_available_now
+from tests.spark_session import run_available_now
 
 COLUMNS = (Column("id", "bigint", "BIGINT"),)
-
-
-@pytest.fixture(scope="module")
-def spark():
-    return get_spark()
 
 
 def blackhole(spark, tmp_path, **options):

@@ -14,12 +14,7 @@ from job.connectors.base import APPEND, SourceContext
 from job.connectors.registry import validate_options
 from job.errors import PipelineError
 from job.sql.statements import Column, CreateTable
-from tests.spark_session import get_spark, run_available_now
-
-
-@pytest.fixture(scope="module")
-def spark():
-    return get_spark()
+from tests.spark_session import run_available_now
 
 
 def table(columns, **options):

@@ -13,14 +13,9 @@ from job.connectors.base import APPEND, CHANGELOG, UPSERT, SinkContext, SourceCo
 from job.connectors.registry import validate_options
 from job.errors import EXIT_UNREACHABLE, PipelineError
 from job.sql.statements import Column, CreateTable
-from tests.spark_session import get_spark, run_available_now
+from tests.spark_session import run_available_now
 
 CONTROL = ["__error", "__raw", "__position"]
-
-
-@pytest.fixture(scope="module")
-def spark():
-    return get_spark()
 
 
 def table(path, fmt="json", columns=None, *, primary_key=(), partitioned_by=(), **extra):
@@ -104,11 +99,13 @@ def test_partitioned_json_directory_takes_partition_values_from_directory_names(
     write(base / "dt=2024-01-01" / "region=eu", "a.json", ['{"id": 1}', '{"id": 2}'])
     write(base / "dt=2024-01-02" / "region=us%3Aeast", "b.json", ['{"id": 3}'])
     write(base / "dt=2024-01-02" / "region=__DEFAULT_PARTITION__", "c.json", ['{"id": 4}'])
+    write(base / "dt=2024-01-03" / "region=100%", "d.json", ['{"id": 5}'])
     cols = (Column("id", "int", "INT"), Column("dt", "date", "DATE"), Column("region", "string", "STRING"))
     got = run_available_now(source(spark, table(base, "json", cols, partitioned_by=["dt", "region"])).df,
                             tmp_path / "ck")
     expected = spark.createDataFrame(
-        [(1, "2024-01-01", "eu"), (2, "2024-01-01", "eu"), (3, "2024-01-02", "us:east"), (4, "2024-01-02", None)],
+        [(1, "2024-01-01", "eu"), (2, "2024-01-01", "eu"), (3, "2024-01-02", "us:east"), (4, "2024-01-02", None),
+         (5, "2024-01-03", "100%")],
         "id int, dt string, region string").selectExpr("id", "CAST(dt AS DATE) AS dt", "region")
     assert_df_equality(got.select("id", "dt", "region"), expected, ignore_row_order=True, ignore_nullable=True)
 
@@ -140,6 +137,14 @@ def test_missing_directory_is_a_clear_error(spark, tmp_path):
     assert err.value.option == "path"
     assert err.value.exit_code == EXIT_UNREACHABLE
     assert "does not exist" in err.value.message
+
+
+def test_dry_run_does_not_touch_the_directory(spark, tmp_path):
+    t = table(tmp_path / "nope", partitioned_by=["name"])
+    connector, options = validate_options(t, "source")
+    stream = connector.create_source(SourceContext(spark, t, options, once=True, offline=True))
+    assert stream.df.isStreaming and stream.df.columns == ["id", "name"] + CONTROL
+    assert not (tmp_path / "nope").exists()
 
 
 # --------------------------------------------------------------------------- debezium-json
@@ -314,6 +319,12 @@ def test_check_rejects_bad_tables(tmp_path, columns, partitioned_by, fmt, messag
     with pytest.raises(PipelineError) as err:
         validate_options(table(tmp_path, fmt, columns, partitioned_by=partitioned_by), "source")
     assert message in err.value.message
+
+
+def test_max_files_per_trigger_must_be_positive(tmp_path):
+    with pytest.raises(PipelineError) as err:
+        validate_options(table(tmp_path, **{"source.max-files-per-trigger": "0"}), "source")
+    assert err.value.option == "source.max-files-per-trigger"
 
 
 def test_sink_rejects_writable_metadata(tmp_path):
