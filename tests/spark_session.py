@@ -49,6 +49,7 @@ def get_spark():
             .config("spark.driver.host", "127.0.0.1")
             .config("spark.sql.streaming.schemaInference", "false")
             .config("spark.sql.mapKeyDedupPolicy", "LAST_WIN")
+            .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
             .config("spark.jars", ",".join(spark_jars()))
             .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{LOG4J_CONF}")
             .getOrCreate()

@@ -52,10 +52,6 @@ def table_frame(df, table, *, physical: Mapping[str, object], metadata: Mapping[
     return out.select(*[F.col(f"`{n}`") for n in ordered])
 
 
-def struct_fields(struct, schema) -> dict[str, object]:
-    return {f.name: struct[f.name] for f in schema.fields}
-
-
 def changelog_rows(df, table, change_col: str, *, keyed: bool, physical_names: Sequence[str]):
     """Expand a decoded Debezium change (struct<before, after, op>) into rows.
 

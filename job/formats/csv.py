@@ -13,9 +13,11 @@ OPTIONS = (
 )
 
 
-def _spark_options(options) -> dict:
+def _spark_options(options, *, writing: bool = False) -> dict:
+    # Reading accepts any fraction length; writing needs one fixed pattern.
+    ts = "yyyy-MM-dd HH:mm:ss.SSS" if writing else "yyyy-MM-dd HH:mm:ss[.SSSSSS][.SSS][.S]"
     out = {"sep": options.get("field-delimiter", ","), "quote": options.get("quote-character", '"'),
-           "nullValue": options.get("null-literal", ""), "timestampFormat": "yyyy-MM-dd HH:mm:ss[.SSSSSS][.SSS][.S]"}
+           "nullValue": options.get("null-literal", ""), "timestampFormat": ts}
     if options.get("allow-comments"):
         out["comment"] = "#"
     return out
@@ -36,7 +38,7 @@ def decode(value, schema, options) -> Decoded:
 def encode(row, options):
     from pyspark.sql import functions as F
 
-    return F.to_csv(row, _spark_options(options))
+    return F.to_csv(row, _spark_options(options, writing=True))
 
 
 FORMAT = Format("csv", "Delimited text, fields in column order.", OPTIONS, decode=decode, encode=encode)

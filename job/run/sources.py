@@ -58,6 +58,10 @@ def open_source(spark, table, *, once: bool, offline: bool = False,
                         F.col("__position").alias("position"), F.lit(table.name).alias("source_table"))
                     opened.dead_letters.append((options["dead-letter.table"], letters))
             df = df.filter(~bad)
+    if "__kind" in df.columns:
+        # A changelog record with no change and no error is a Kafka tombstone that follows
+        # a Debezium delete: it carries nothing for the table.
+        df = df.filter(F.col("__kind").isNotNull())
     df = df.drop("__error", "__raw", "__position")
     if table.watermark is not None and stream.mode == APPEND:
         df = df.withWatermark(table.watermark.column, table.watermark.delay)
