@@ -120,13 +120,19 @@ class Join(BucketProcessor):
     operator), ``side`` (0 left, 1 right), ``sign``, ``row``. Output: ``sign``, ``l``,
     ``r`` (row JSONs; NULL for the padded side of an outer join).
     State per join key: the left and right multisets.
+
+    A side listed in ``upsert_sides`` is an upsert table whose primary key *is* its
+    join key: its rows arrive un-normalized (``kind`` 'U'/'D' and ``seq_major``/
+    ``seq_minor`` instead of a sign) and the latest one per key replaces the side's
+    row here, which saves a separate normalize operator (and its shuffle).
     """
 
     OUTPUT = "sign int, l string, r string"
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, upsert_sides: tuple[int, ...] = ()) -> None:
         self.left_outer = kind in ("left", "full")
         self.right_outer = kind in ("right", "full")
+        self.upsert_sides = upsert_sides
 
     def joined(self, left: dict, right: dict) -> dict:
         out: dict = {}
@@ -144,13 +150,30 @@ class Join(BucketProcessor):
 
     def process(self, batch, state):
         before: dict = {}
-        for jk, side, sign, row in zip(batch["jk"], batch["side"], batch["sign"], batch["row"]):
+
+        def sides_of(jk):
             sides = state.get(jk)
             if sides is None:
                 sides = state[jk] = ({}, {})
             if jk not in before:
                 before[jk] = self.joined(*sides)
-            _add(sides[side], row, int(sign))
+            return sides
+
+        signed = batch
+        if self.upsert_sides:
+            is_upsert = batch["side"].isin(self.upsert_sides)
+            upserts = batch[is_upsert]
+            signed = batch[~is_upsert]
+            if len(upserts):
+                latest = (upserts.sort_values(["seq_major", "seq_minor"], kind="stable")
+                          .drop_duplicates(["jk", "side"], keep="last"))
+                for jk, side, kind, row in zip(latest["jk"], latest["side"], latest["kind"], latest["row"]):
+                    target = sides_of(jk)[side]
+                    target.clear()
+                    if kind != "D":
+                        target[row] = 1
+        for jk, side, sign, row in zip(signed["jk"], signed["side"], signed["sign"], signed["row"]):
+            _add(sides_of(jk)[side], row, int(sign))
         signs, ls, rs = [], [], []
         for jk, old in before.items():
             sides = state[jk]

@@ -156,7 +156,10 @@ def create_source(ctx) -> SourceStream:
         if fmt.file_format:
             df = reader.schema(physical_schema(table)).format(fmt.file_format).load(path)
         else:
-            df = reader.option("recursiveFileLookup", "false").text(path)
+            # A changelog needs each record's position in its file. Streaming Spark has no
+            # row numbers, so such files are read whole and split into numbered lines in
+            # the JVM (posexplode); append-only files stream line by line.
+            df = reader.option("recursiveFileLookup", "false").text(path, wholetext=fmt.changelog)
     except AnalysisException as exc:
         if "PATH_NOT_FOUND" in str(exc) or "Path does not exist" in str(exc):
             _fail(table, f"the directory '{options['path']}' of table '{table.name}' does not exist", option="path",
@@ -198,9 +201,10 @@ def _text_source(df, table, options, fmt) -> SourceStream:
 
     fopts = format_options(options, fmt.name + ".")
     meta = F.col("_metadata")
-    # Flat, simple columns only: the keyed path numbers records in pandas.
+    if fmt.changelog:  # whole files (see create_source): number their lines
+        df = df.select(F.posexplode(F.split(F.col("value"), "\r?\n")).alias("__rec", "value"), "_metadata")
     lines = df.select(
-        F.col("value"),
+        F.col("value"), *([F.col("__rec")] if fmt.changelog else []),
         meta["file_path"].alias("__file"), meta["file_name"].alias("__fname"), meta["file_size"].alias("__fsize"),
         meta["file_block_start"].alias("__block"),
         F.unix_millis(meta["file_modification_time"]).alias("__mtime"),
@@ -221,7 +225,7 @@ def _text_source(df, table, options, fmt) -> SourceStream:
     keyed = bool(table.primary_key)
     major = F.concat(F.lpad(F.col("__mtime").cast("string"), 15, "0"), F.lit("|"), F.col("__file"), F.lit("|"),
                      F.lpad(F.col("__block").cast("string"), 20, "0"))
-    numbered = number_records(lines.select("*", major.alias("__seq_major")))
+    numbered = lines.select("*", major.alias("__seq_major"))
     position = F.concat(F.lit("file "), F.col("__file"), F.lit(" (block "), F.col("__block").cast("string"),
                         F.lit(", record "), F.col("__rec").cast("string"), F.lit(")"))
     staged = numbered.select("*", decoded.row.alias("__change"), decoded.error.alias("__err"))
@@ -259,30 +263,6 @@ def _metadata_value(col):
     expr = {"file_path": F.col("__file"), "file_name": F.col("__fname"), "file_size": F.col("__fsize"),
             "file_modification_time": F.timestamp_millis(F.col("__mtime"))}[key]
     return expr.cast(col.spark_type)
-
-
-def number_records(df):
-    """Add ``__rec``: each record's index within its file block (``__seq_major``).
-
-    Streaming queries cannot use monotonically_increasing_id or windows, so a stateless
-    mapInPandas counts: a block's lines are read by one task, in file order and
-    contiguously, so a running count per block over the task's batches is the index.
-    """
-    from pyspark.sql.types import LongType, StructField, StructType
-
-    schema = StructType(list(df.schema.fields) + [StructField("__rec", LongType(), False)])
-    return df.mapInPandas(_count_in_blocks, schema)
-
-
-def _count_in_blocks(batches):
-    counts: dict = {}
-    for pdf in batches:
-        key = pdf["__seq_major"]
-        before = key.map(counts).fillna(0).astype("int64")
-        pdf["__rec"] = key.groupby(key, sort=False).cumcount().astype("int64") + before
-        for k, n in key.value_counts(sort=False).items():
-            counts[k] = counts.get(k, 0) + int(n)
-        yield pdf
 
 
 # --------------------------------------------------------------------------- sink

@@ -1,0 +1,166 @@
+"""Benchmark the two seed queries over a generated changelog.
+
+    python benchmarks/run.py --events 1000000 --keys 100000 [--source files|kafka] [--query count|join]
+
+Generates the changelog (benchmarks/generate.py), runs the query with the job's own
+library API until the whole input is processed, and records events/s, micro-batch
+latency (p50/p99 of the time from a batch's start to its sink commit), state rows and
+size, and the peak resident memory of the driver + executor processes. Results are
+appended to benchmarks/results/results.jsonl; `--summary` rewrites the README table.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+RESULTS = ROOT / "benchmarks" / "results" / "results.jsonl"
+QUERIES = {"count": "count_by_account.sql", "join": "color_and_cheese.sql"}
+
+
+def tree_rss_bytes(pid: int) -> int:
+    """Resident memory of a process and all its descendants (Linux /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                children.setdefault(ppid, []).append(int(entry))
+            except (OSError, IndexError, ValueError):
+                pass
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        todo += children.get(p, [])
+        try:
+            with open(f"/proc/{p}/statm") as f:
+                total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except OSError:
+            pass
+    return total
+
+
+def percentile(values, q):
+    values = sorted(values)
+    if not values:
+        return 0.0
+    k = min(len(values) - 1, max(0, round(q / 100 * (len(values) - 1))))
+    return values[k]
+
+
+def load_kafka(spark, bootstrap: str, data: Path, prefix: str) -> dict[str, str]:
+    """Copy the generated changelog into upsert topics: key = id, value = 'after' or tombstone."""
+    from pyspark.sql import functions as F
+
+    topics = {}
+    for table, key in (("users", "uid"), ("colors", "userUid"), ("cheeses", "userUid")):
+        topic = f"{prefix}{table}"
+        ev = spark.read.json(str(data / table), schema=f"before struct<{key}:string>, after string, op string")
+        records = ev.select(F.coalesce(F.get_json_object("after", f"$.{key}"), F.col(f"before.{key}")).alias("key"),
+                            F.when(F.col("op") == "d", F.lit(None)).otherwise(F.col("after")).alias("value"))
+        records.coalesce(1).write.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("topic", topic).save()
+        topics[table] = topic
+    return topics
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--events", type=int, default=1_000_000)
+    p.add_argument("--keys", type=int, default=100_000)
+    p.add_argument("--files", type=int, default=50)
+    p.add_argument("--source", choices=("files", "kafka"), default="files")
+    p.add_argument("--query", choices=tuple(QUERIES), default="count")
+    p.add_argument("--bootstrap", default="127.0.0.1:19092")
+    p.add_argument("--max-per-batch", type=int, default=0, help="files or offsets per micro-batch (0: all)")
+    p.add_argument("--work", default="/tmp/streamsql-bench")
+    p.add_argument("--conf", action="append", default=[], help="extra Spark conf key=value")
+    a = p.parse_args()
+
+    from benchmarks.generate import write
+    from job.pipeline.load import load_statements
+    from job.run.program import build_program
+    from job.run.queries import plan_queries, start_queries
+    from job.run.session import build_session
+
+    work = Path(a.work)
+    data = work / f"data-{a.events}-{a.keys}-{a.files}"
+    if not data.exists():
+        write(data, a.events, a.keys, a.files, seed=1)
+    run_id = f"bench{int(time.time())}"
+    sink = ("'connector' = 'upsert-kafka', 'properties.bootstrap.servers' = '%s', 'key.format' = 'raw', "
+            "'value.format' = 'json'" % a.bootstrap)
+    variables = {"data": str(data), "sink_options": sink, "topic_prefix": f"{run_id}-"}
+    conf = dict(kv.split("=", 1) for kv in a.conf)
+    spark = build_session("benchmark", conf)
+    files = [str(ROOT / "benchmarks" / "pipelines" / QUERIES[a.query])]
+    if a.source == "files":
+        files.insert(0, str(ROOT / "benchmarks" / "pipelines" / "tables_files.sql"))
+    else:
+        topics = load_kafka(spark, a.bootstrap, data, f"{run_id}-in-")
+        variables.update({f"{t}_topic": n for t, n in topics.items()})
+        files.insert(0, str(ROOT / "benchmarks" / "pipelines" / "tables_kafka.sql"))
+    loaded = load_statements(files=files, variables=variables)
+    program = build_program(loaded)
+    if a.max_per_batch:  # bound micro-batches: several batches show latency and restart costs
+        limit_key = "source.max-files-per-trigger" if a.source == "files" else "scan.max-offsets-per-trigger"
+        for name in set().union(*program.reads.values()):
+            program.catalog.table(name).options[limit_key] = str(a.max_per_batch)
+    plans = plan_queries(spark, program, once=True, checkpoint_dir=str(work / "ckpt" / run_id))
+
+    peak = [0]
+    done = threading.Event()
+
+    def sample():
+        while not done.is_set():
+            peak[0] = max(peak[0], tree_rss_bytes(os.getpid()))
+            time.sleep(0.5)
+    threading.Thread(target=sample, daemon=True).start()
+
+    started = time.time()
+    queries = start_queries(plans, program, once=True)
+    for q in queries:
+        q.awaitTermination()
+    elapsed = time.time() - started
+    done.set()
+    progress = [pr for q in queries for pr in q.recentProgress]
+    for pr in progress:
+        print("PHASES", pr["batchId"], pr["numInputRows"], pr["durationMs"], [(o.get("allUpdatesTimeMs"), o.get("commitTimeMs"), o.get("numRowsUpdated")) for o in pr.get("stateOperators", [])], file=sys.stderr)
+    rows = sum(pr["numInputRows"] for pr in progress)
+    batch_ms = [pr["durationMs"]["triggerExecution"] for pr in progress if pr["numInputRows"]]
+    busy = [pr for pr in progress if pr["numInputRows"]]
+    state_rows = sum(op.get("numRowsTotal", 0) for op in (busy[-1]["stateOperators"] if busy else []))
+    state_bytes = sum(op.get("memoryUsedBytes", 0) for op in (busy[-1]["stateOperators"] if busy else []))
+    result = {
+        "query": a.query, "source": a.source, "events": a.events, "keys": a.keys, "input_rows": rows,
+        "batches": len(batch_ms), "seconds": round(elapsed, 1),
+        "events_per_s": round(a.events / elapsed), "processing_events_per_s": round(rows / (sum(batch_ms) / 1000)) if batch_ms else 0,
+        "batch_latency_p50_ms": percentile(batch_ms, 50), "batch_latency_p99_ms": percentile(batch_ms, 99),
+        "state_rows": state_rows, "state_mb": round(state_bytes / 1e6, 1), "peak_rss_mb": round(peak[0] / 1e6),
+        "conf": conf, "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    with open(RESULTS, "a") as f:
+        f.write(json.dumps(result) + "\n")
+    print(json.dumps(result, indent=1))
+    if conf.get("spark.ui.enabled") == "true":  # per-stage wall time, to see where time goes
+        import urllib.request
+        base = spark.sparkContext.uiWebUrl + "/api/v1/applications/" + spark.sparkContext.applicationId
+        stages = json.load(urllib.request.urlopen(base + "/stages"))
+        for st in sorted(stages, key=lambda s: s["stageId"]):
+            if st.get("executorRunTime", 0) > 500:
+                print(f"stage {st['stageId']}: run {st['executorRunTime']} ms, in {st.get('inputRecords')} "
+                      f"shuffle-in {st.get('shuffleReadRecords')} out {st.get('shuffleWriteRecords')} :: {st['name'][:80]}",
+                      file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
