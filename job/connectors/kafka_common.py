@@ -192,7 +192,8 @@ def starting_offsets(spark, table, options) -> dict[str, str]:
         ts = options.get("scan.startup.timestamp-millis")
         if ts is None:
             raise PipelineError("'scan.startup.mode' = 'timestamp' needs 'scan.startup.timestamp-millis'",
-                                origin=table.option_origins.get("scan.startup.mode"), option="scan.startup.timestamp-millis")
+                                origin=table.option_origins.get("scan.startup.mode"), option="scan.startup.timestamp-millis",
+                                statement=table.source.text if table.source else None)
         return {"startingTimestamp": str(ts)}
     names = topics(options)
     parts = partitions_of(spark, options, names)
@@ -210,13 +211,16 @@ def starting_offsets(spark, table, options) -> dict[str, str]:
 def _parse_specific_offsets(table, text: str) -> dict[int, int]:
     """'partition:0,offset:42;partition:1,offset:300' → {0: 42, 1: 300}."""
     out = {}
-    for part in split_list(text.replace(",offset", "|offset").replace(",", ";").replace("|", ",")):
+    for part in (p.strip() for p in text.split(";")):
+        if not part:
+            continue
         try:
-            fields = dict(kv.split(":") for kv in part.split(","))
+            fields = {k.strip(): v.strip() for k, v in (kv.split(":", 1) for kv in part.split(","))}
             out[int(fields["partition"])] = int(fields["offset"])
         except (ValueError, KeyError):
             raise PipelineError(f"cannot read '{part}' in 'scan.startup.specific-offsets'",
                                 origin=table.option_origins.get("scan.startup.specific-offsets"),
+                                statement=table.source.text if table.source else None,
                                 option="scan.startup.specific-offsets",
                                 hint="write 'partition:0,offset:42;partition:1,offset:300'") from None
     return out
