@@ -7,10 +7,12 @@ column Spark points at.
 """
 from __future__ import annotations
 
+import difflib
 import re
 
 from job.catalog import Catalog, short_name
 from job.errors import Origin, PipelineError
+from job.sql.dialect import flink_to_spark
 
 
 def declared_frame(spark, table):
@@ -40,7 +42,7 @@ def register_declared(spark, catalog: Catalog) -> None:
 
 def register_view(spark, view) -> None:
     try:
-        df = spark.sql(view.query)
+        df = spark.sql(flink_to_spark(view.query))
         if view.column_names:
             df = df.toDF(*view.column_names)
         df.createOrReplaceTempView(short_name(view.name))
@@ -48,26 +50,53 @@ def register_view(spark, view) -> None:
         raise
     except Exception as exc:  # noqa: BLE001
         raise spark_error(exc, f"view '{view.name}'", origin=view.query_origin, text=view.query,
-                          statement=view.source.text if view.source else None) from None
+                          statement=view.source.text if view.source else None,
+                          known_tables=_declared_names(spark)) from None
 
 
 def analyze_query(spark, sql: str, origin: Origin, statement: str | None, what: str):
     """The analysed (not executed) DataFrame of a SELECT, or a located PipelineError."""
     try:
-        df = spark.sql(sql)
+        df = spark.sql(flink_to_spark(sql))
         df.schema  # forces analysis
         return df
     except Exception as exc:  # noqa: BLE001
-        raise spark_error(exc, what, origin=origin, text=sql, statement=statement) from None
+        raise spark_error(exc, what, origin=origin, text=sql, statement=statement,
+                          known_tables=_declared_names(spark)) from None
+
+
+def _declared_names(spark) -> list[str]:
+    """The tables and views the pipeline declared (they are the session's temp views)."""
+    try:
+        return sorted(t.name for t in spark.catalog.listTables() if t.isTemporary)
+    except Exception:  # noqa: BLE001 - only used to word a hint
+        return []
 
 
 _POSITION = re.compile(r"line (\d+), pos(?:ition)? (\d+)")
 
 
 def spark_error(exc: Exception, what: str, *, origin: Origin | None, text: str | None = None,
-                statement: str | None = None) -> PipelineError:
-    """A Spark exception → one located paragraph, without the JVM stack trace."""
+                statement: str | None = None, known_tables: list[str] | None = None) -> PipelineError:
+    """A Spark exception → one located paragraph, without the JVM stack trace.
+
+    ``known_tables`` (the pipeline's tables and views) words the hint when the query
+    names a table that does not exist."""
     message = first_line(str(exc))
+    hint = None
+    condition = _condition(exc)
+    if condition == "TABLE_OR_VIEW_NOT_FOUND":
+        # Spark's text goes on about search paths, schemas and DROP … IF EXISTS, none of
+        # which a pipeline has: it knows only the tables and views it declares.
+        name = _parameters(exc).get("relationName") or "?"
+        message = f"[{condition}] the table or view {name} is not defined in this pipeline."
+        bare = name.strip("`").split("`.`")[-1]
+        by_lower = {t.lower(): t for t in known_tables or []}
+        guess = difflib.get_close_matches(bare.lower(), list(by_lower), n=1)
+        hint = (f"did you mean '{by_lower[guess[0]]}'? Otherwise declare" if guess else "declare") \
+            + " it with CREATE TABLE or CREATE VIEW first"
+        if known_tables:
+            hint += f" (declared: {', '.join(known_tables)})"
     located = origin
     if origin is not None and text is not None:
         index = None
@@ -85,7 +114,21 @@ def spark_error(exc: Exception, what: str, *, origin: Origin | None, text: str |
                 index = sum(len(l) + 1 for l in lines[: line - 1]) + pos
         if index is not None and 0 <= index <= len(text):
             located = origin.offset(text, index)
-    return PipelineError(f"Spark rejects {what}: {message}", origin=located, statement=statement)
+    return PipelineError(f"Spark rejects {what}: {message}", origin=located, statement=statement, hint=hint)
+
+
+def _condition(exc: Exception) -> str | None:
+    try:
+        return exc.getCondition() if hasattr(exc, "getCondition") else None
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _parameters(exc: Exception) -> dict:
+    try:
+        return dict(exc.getMessageParameters() or {}) if hasattr(exc, "getMessageParameters") else {}
+    except Exception:  # noqa: BLE001
+        return {}
 
 
 def first_line(text: str) -> str:
