@@ -112,6 +112,7 @@ class Planner:
         rel = self.relation(from_.this)
         for join in node.args.get("joins") or []:
             rel = self.join(rel, self.relation(join.this), join)
+        rel = self.settle(rel)
         if node.args.get("where"):
             rel = self.filter(rel, node.args["where"].this, "WHERE")
         group = node.args.get("group")
@@ -163,28 +164,36 @@ class Planner:
             return Rel(df.select(*renamed, F.lit(1).alias(SIGN)), fields, append_only=True,
                        steps=[f"scan {table.name}: append-only"])
         if stream.mode == UPSERT:
-            pk_cols = [f.col for f in fields if f.name in table.primary_key]
+            pk_cols = tuple(f.col for f in fields if f.name in table.primary_key)
             staged = df.select(*renamed, F.col("__kind").alias("kind"), F.col("__seq_major").alias("seq_major"),
                                F.col("__seq_minor").alias("seq_minor"))
-            cols = [f.col for f in fields]
-            prepared = staged.select(self.row_json(pk_cols).alias("k"), self.row_json(cols).alias("row"),
-                                     "kind", "seq_major", "seq_minor")
-            prepared = prepared.select(self.bucket(F.col("k")), "*")
-            normalized = self.stateful(prepared, ops.Normalize(), ops.Normalize.OUTPUT)
-            schema = staged.select(*cols).schema
-            out = normalized.select(*self.from_row_json("row", schema), F.col("sign").alias(SIGN))
-            return Rel(out, fields, append_only=False, unique_key=frozenset(pk_cols),
-                       steps=[f"scan {table.name}: upsert source → normalize by PRIMARY KEY "
-                              f"({', '.join(table.primary_key)}) into retractions [stateful, {self.buckets} buckets]"])
+            return Rel(staged, fields, append_only=False, unique_key=frozenset(pk_cols), pending_upsert=pk_cols,
+                       steps=[f"scan {table.name}: upsert source keyed by ({', '.join(table.primary_key)})"])
         sign = F.when(F.col("__kind").isin("+I", "+U"), F.lit(1)).otherwise(F.lit(-1))
         return Rel(df.select(*renamed, sign.alias(SIGN)), fields, append_only=False,
                    steps=[f"scan {table.name}: changelog source (+I/-U/+U/-D → signed rows)"])
 
-    # ------------------------------------------------------------------ filter / project
-    def filter(self, rel: Rel, cond: exp.Expression, where: str) -> Rel:
+    def settle(self, rel: Rel) -> Rel:
+        """Normalize a pending upsert table: latest row per key → retractions."""
         from pyspark.sql import functions as F
 
-        rel.df = rel.df.filter(F.expr(rewrite(cond, rel, where)))
+        if rel.pending_upsert is None:
+            return rel
+        cols = rel.cols()
+        prepared = rel.df.select(self.row_json(list(rel.pending_upsert)).alias("k"), self.row_json(cols).alias("row"),
+                                 "kind", "seq_major", "seq_minor")
+        prepared = prepared.select(self.bucket(F.col("k")), "*")
+        normalized = self.stateful(prepared, ops.Normalize(), ops.Normalize.OUTPUT)
+        out = normalized.select(*self.from_row_json("row", rel.schema_of()), F.col("sign").alias(SIGN))
+        return Rel(out, rel.fields, append_only=False, unique_key=rel.unique_key,
+                   steps=rel.steps + [f"normalize by PRIMARY KEY into retractions [stateful, {self.buckets} buckets]"])
+
+    # ------------------------------------------------------------------ filter / project
+    def filter(self, rel: Rel, cond: exp.Expression, where: str, replacements: Optional[dict] = None) -> Rel:
+        from pyspark.sql import functions as F
+
+        rel = self.settle(rel)
+        rel.df = rel.df.filter(F.expr(rewrite(cond, rel, where, replacements)))
         return rel
 
     def expand(self, rel: Rel, items: list[exp.Expression]) -> list[tuple[str, exp.Expression]]:
@@ -203,6 +212,7 @@ class Planner:
     def project(self, rel: Rel, items: list[exp.Expression], replacements: Optional[dict] = None) -> Rel:
         from pyspark.sql import functions as F
 
+        rel = self.settle(rel)
         selected, fields, renames = [], [], {}
         for name, expression in self.expand(rel, items):
             sql = rewrite(expression, rel, "the select list", replacements)
@@ -220,6 +230,7 @@ class Planner:
     def union_all(self, rels: list[Rel]) -> Rel:
         from pyspark.sql import functions as F
 
+        rels = [self.settle(r) for r in rels]
         width = len(rels[0].fields)
         if any(len(r.fields) != width for r in rels):
             raise PipelineError("UNION ALL inputs have different numbers of columns")
@@ -272,6 +283,20 @@ class Planner:
         # on the other side it simply filters the input.
         left_gate = left_only if kind in ("left", "full") else []
         right_gate = right_only if kind in ("right", "full") else []
+
+        # An upsert side joined on exactly its primary key, with no condition of its
+        # own, is normalized inside the join (one stateful operator instead of two).
+        def fusable(rel: Rel, keys, conds) -> bool:
+            if rel.pending_upsert is None or conds:
+                return False
+            plain = [rewrite(k, rel, "the JOIN condition").strip("`") for k in keys]
+            return set(plain) == set(rel.pending_upsert) and len(plain) == len(rel.pending_upsert)
+        fuse_left = fusable(left, [a for a, _ in pairs], left_only)
+        fuse_right = fusable(right, [b for _, b in pairs], right_only)
+        if not fuse_left:
+            left = self.settle(left)
+        if not fuse_right:
+            right = self.settle(right)
         for cond in ([] if left_gate else left_only):
             left = self.filter(left, cond, "the JOIN condition")
         for cond in ([] if right_gate else right_only):
@@ -296,24 +321,31 @@ class Planner:
             for g in gates:
                 null_key = null_key | ~F.coalesce(F.expr(rewrite(g, rel, "the JOIN condition")), F.lit(False))
             jk = F.when(null_key, F.lit(None)).otherwise(F.to_json(F.struct(*keys), ROW_JSON))
+            if rel.pending_upsert is not None:  # fused: raw upserts, ordered by the join
+                return rel.df.select(jk.alias("jk"), F.lit(side).alias("side"), F.lit(0).alias("sign"),
+                                     self.row_json(rel.cols()).alias("row"), "kind", "seq_major", "seq_minor")
             return rel.df.select(jk.alias("jk"), F.lit(side).alias("side"), F.col(SIGN).alias("sign"),
-                                 self.row_json(rel.cols()).alias("row"))
+                                 self.row_json(rel.cols()).alias("row"), F.lit(None).cast("string").alias("kind"),
+                                 F.lit(None).cast("string").alias("seq_major"), F.lit(None).cast("long").alias("seq_minor"))
 
         lp, rp = prepared(left, lkeys, 0, left_gate), prepared(right, rkeys, 1, right_gate)
         matched = lp.filter("jk IS NOT NULL").unionByName(rp.filter("jk IS NOT NULL"))
-        joined = self.stateful(matched.select(self.bucket(F.col("jk")), "*"), ops.Join(kind), ops.Join.OUTPUT)
+        upsert_sides = tuple(side for side, fused in ((0, fuse_left), (1, fuse_right)) if fused)
+        joined = self.stateful(matched.select(self.bucket(F.col("jk")), "*"), ops.Join(kind, upsert_sides), ops.Join.OUTPUT)
         # Rows that cannot match (NULL key) need no state: an outer side passes them
         # through padded with NULLs, an inner side drops them.
-        if kind in ("left", "full"):
+        if kind in ("left", "full") and not fuse_left:
             joined = joined.unionByName(lp.filter("jk IS NULL").select("sign", F.col("row").alias("l"), F.lit(None).cast("string").alias("r")))
-        if kind in ("right", "full"):
+        if kind in ("right", "full") and not fuse_right:
             joined = joined.unionByName(rp.filter("jk IS NULL").select("sign", F.lit(None).cast("string").alias("l"), F.col("row").alias("r")))
         out = joined.select(*self.from_row_json("l", left.schema_of()), *self.from_row_json("r", right.schema_of()),
                             F.col("sign").alias(SIGN))
         key = self.join_key(left, right, kind, lplain, rplain)
         steps = left.steps + right.steps + [
             f"{kind} join on {', '.join(a.sql(dialect='spark') + ' = ' + b.sql(dialect='spark') for a, b in pairs)} "
-            f"[stateful, {self.buckets} buckets; emits at once, retracts padded rows when a match arrives]"]
+            f"[stateful, {self.buckets} buckets; emits at once, retracts padded rows when a match arrives"
+            + ("; normalizes the upsert " + " and ".join(("left", "right")[s_] for s_ in upsert_sides)
+               + " side by its key in the same operator" if upsert_sides else "") + "]"]
         rel = Rel(out, left.fields + right.fields, kind == "inner" and left.append_only and right.append_only, key, steps)
         for cond in (mixed if kind == "inner" else []):
             rel = self.filter(rel, cond, "the JOIN condition")
@@ -341,6 +373,7 @@ class Planner:
         from pyspark.sql import functions as F
         from pyspark.sql.types import DecimalType, FractionalType, IntegralType, StructField, StructType
 
+        rel = self.settle(rel)
         items = node.expressions
         group = node.args.get("group")
         group_exprs = list(group.expressions) if group is not None else []
@@ -419,7 +452,17 @@ class Planner:
                           f"computing {', '.join(c.sql(dialect='spark') for c in calls) or 'distinct rows'} "
                           f"[stateful, {self.buckets} buckets; retracts the old result row on every change]"])
         if node.args.get("having"):
-            agg_rel = self.filter(agg_rel, node.args["having"].this, "HAVING")
+            # HAVING reads the aggregate's results: its aggregate calls and group keys are
+            # the columns just computed, and (as Spark allows) a select alias that is not an
+            # input column stands for its expression.
+            def alias_to_expr(n: exp.Expression):
+                if (isinstance(n, exp.Column) and not n.table and n.name.lower() in aliases
+                        and not rel.refers_only_to(n)):
+                    return aliases[n.name.lower()].copy()
+                return n
+
+            having = node.args["having"].this.copy().transform(alias_to_expr)
+            agg_rel = self.filter(agg_rel, having, "HAVING", replacements)
         if node.args.get("distinct") and not group_exprs:
             replacements = {g.sql(dialect="spark"): f.col for g, f in zip(resolved_groups, fields)}
         return self.project(agg_rel, items, replacements)

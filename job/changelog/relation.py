@@ -36,6 +36,10 @@ class Rel:
     append_only: bool
     unique_key: Optional[frozenset] = None      # internal cols whose values identify a row
     steps: list[str] = field(default_factory=list)  # what was planned, for --explain
+    # An upsert table not normalized yet: ``df`` holds its rows with kind/seq_major/
+    # seq_minor instead of __sign, and these are its primary-key columns. A join on that
+    # key normalizes inside the join; anything else calls Planner.settle first.
+    pending_upsert: Optional[tuple] = None
 
     def cols(self) -> list[str]:
         return [f.col for f in self.fields]
