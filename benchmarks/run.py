@@ -72,7 +72,31 @@ def load_kafka(spark, bootstrap: str, data: Path, prefix: str) -> dict[str, str]
     return topics
 
 
+def write_summary(readme: Path = ROOT / "README.md") -> None:
+    """The latest result per (query, source) as a table between the README's bench markers."""
+    latest: dict = {}
+    for line in RESULTS.read_text().splitlines():
+        r = json.loads(line)
+        latest[(r["query"], r["source"], r["events"])] = r
+    rows = ["| query | source | events | keys | wall s | events/s (wall) | events/s (processing) | batch p50 / p99 ms "
+            "| state rows | peak RSS MB |", "|---|---|---|---|---|---|---|---|---|---|"]
+    names = {"count": "user_count_by_account (upsert GROUP BY)", "join": "color and cheese (3-way LEFT JOIN)"}
+    for (query, source, _), r in sorted(latest.items()):
+        rows.append(f"| {names.get(query, query)} | {source} | {r['events']:,} | {r['keys']:,} | {r['seconds']} "
+                    f"| {r['events_per_s']:,} | {r['processing_events_per_s']:,} | {r['batch_latency_p50_ms']:,} / "
+                    f"{r['batch_latency_p99_ms']:,} | {r['state_rows']:,} | {r['peak_rss_mb']:,} |")
+    text = readme.read_text()
+    start, end = "<!-- bench:start -->", "<!-- bench:end -->"
+    if start in text and end in text:
+        head, rest = text.split(start, 1)
+        _, tail = rest.split(end, 1)
+        readme.write_text(head + start + "\n" + "\n".join(rows) + "\n" + end + tail)
+
+
 def main() -> None:
+    if "--summary" in sys.argv:
+        write_summary()
+        return
     p = argparse.ArgumentParser()
     p.add_argument("--events", type=int, default=1_000_000)
     p.add_argument("--keys", type=int, default=100_000)

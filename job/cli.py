@@ -5,14 +5,22 @@ import argparse
 from typing import Sequence
 
 from job.errors import PipelineError
-from job.run.runner import RunOptions
+from job.run.runner import DEFAULT_STOP_TIMEOUT_S, RunOptions
 
 USAGE = """spark-submit job/main.py [STATEMENT ...] [--file F.sql]... [--pipeline P.yaml] [--var k=v]...
-                            [--once] [--dry-run] [--explain] [--checkpoint-dir DIR] [--verbose]"""
+                            [--once] [--dry-run] [--explain] [--checkpoint-dir DIR] [--verbose]
+                            [--metrics-port N] [--metrics-file F.jsonl] [--stop-timeout SECONDS]"""
+EPILOG = """exit codes:
+  0  ok (also after a graceful stop by SIGTERM/SIGINT)
+  1  any other failure
+  2  invalid pipeline (SQL, template, options, plan)
+  3  a source or sink cannot be reached
+  4  a bad record under 'on-error' = 'fail' (its position and a preview are shown)"""
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="streamsql", usage=USAGE,
+    p = argparse.ArgumentParser(prog="streamsql", usage=USAGE, epilog=EPILOG,
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
                                 description="Run Flink-style streaming SQL pipelines on Spark Structured Streaming.")
     p.add_argument("statements", nargs="*", help="SQL statements; each argument may hold several, separated by ';'")
     p.add_argument("-f", "--file", action="append", default=[], dest="files", help="a .sql file (repeatable)")
@@ -24,6 +32,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint-dir", help="where queries keep their checkpoints (default .checkpoints/<pipeline>)")
     p.add_argument("--master", help="Spark master when not run by spark-submit (e.g. local[2], spark://host:7077)")
     p.add_argument("-v", "--verbose", action="store_true", help="show Spark's own INFO logs")
+    p.add_argument("--metrics-port", type=int, metavar="N",
+                   help="serve Prometheus metrics on http://127.0.0.1:N/metrics while the job runs")
+    p.add_argument("--metrics-file", metavar="F",
+                   help="append one JSON line per micro-batch (and a summary per query at the end) to F")
+    p.add_argument("--stop-timeout", type=float, default=DEFAULT_STOP_TIMEOUT_S, metavar="SECONDS",
+                   help="on SIGTERM/SIGINT, how long to wait for the running micro-batch before stopping anyway "
+                        f"(default {DEFAULT_STOP_TIMEOUT_S:g}); a second signal stops at once")
     return p
 
 
@@ -37,4 +52,5 @@ def parse_args(argv: Sequence[str]) -> RunOptions:
         variables[key.strip()] = value
     return RunOptions(statements=args.statements, files=args.files, pipeline=args.pipeline, variables=variables,
                       once=args.once, dry_run=args.dry_run, explain=args.explain, checkpoint_dir=args.checkpoint_dir,
-                      verbose=args.verbose, master=args.master)
+                      verbose=args.verbose, master=args.master, metrics_port=args.metrics_port,
+                      metrics_file=args.metrics_file, stop_timeout=args.stop_timeout)

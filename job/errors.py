@@ -7,7 +7,7 @@ and an exit code; nothing else calls ``sys.exit``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 # Documented exit codes (README "Exit codes").
@@ -24,18 +24,23 @@ class Origin:
 
     ``line`` and ``column`` are 1-based and refer to the user's own file, never to a
     rewritten statement.
+
+    ``indent`` is for text that YAML took out of a ``|`` block: its lines after the
+    first lost that many columns of indentation, which :meth:`advance` adds back when it
+    crosses a line break. It is not part of the position (not compared, not shown).
     """
 
     source: str              # "pipeline.sql", "arg 2", "pipeline.yaml: statements[3]"
     line: int = 1
     column: int = 1
+    indent: int = field(default=0, compare=False)
 
     def advance(self, text: str) -> "Origin":
         """The origin of the character just after ``text``, which starts at ``self``."""
         newlines = text.count("\n")
         if newlines == 0:
-            return Origin(self.source, self.line, self.column + len(text))
-        return Origin(self.source, self.line + newlines, len(text) - text.rfind("\n"))
+            return Origin(self.source, self.line, self.column + len(text), self.indent)
+        return Origin(self.source, self.line + newlines, len(text) - text.rfind("\n") + self.indent, self.indent)
 
     def offset(self, text: str, index: int) -> "Origin":
         """The origin of ``text[index]``, where ``text`` starts at ``self``."""

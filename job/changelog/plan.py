@@ -286,11 +286,28 @@ class Planner:
 
         # An upsert side joined on exactly its primary key, with no condition of its
         # own, is normalized inside the join (one stateful operator instead of two).
+        # The join key must also *be* the primary key: compared after a cast that can map
+        # two keys to one (STRING '1' and '01' both become BIGINT 1 when joined with a
+        # BIGINT), one key's row would replace the other's.
+        key_probe = self.empty_like(left, right)
+
+        def keeps_keys_apart(rel: Rel, keys) -> bool:
+            from pyspark.sql.types import IntegralType
+
+            for (a, b), k in zip(pairs, keys):
+                la, rb = rewrite(a, left, "the JOIN condition"), rewrite(b, right, "the JOIN condition")
+                common = key_probe.select(F.expr(f"coalesce({la}, {rb})")).schema.fields[0].dataType
+                own = key_probe.select(F.expr(rewrite(k, rel, "the JOIN condition"))).schema.fields[0].dataType
+                if own != common and not (isinstance(own, IntegralType) and isinstance(common, IntegralType)):
+                    return False
+            return True
+
         def fusable(rel: Rel, keys, conds) -> bool:
             if rel.pending_upsert is None or conds:
                 return False
             plain = [rewrite(k, rel, "the JOIN condition").strip("`") for k in keys]
-            return set(plain) == set(rel.pending_upsert) and len(plain) == len(rel.pending_upsert)
+            return (set(plain) == set(rel.pending_upsert) and len(plain) == len(rel.pending_upsert)
+                    and keeps_keys_apart(rel, keys))
         fuse_left = fusable(left, [a for a, _ in pairs], left_only)
         fuse_right = fusable(right, [b for _, b in pairs], right_only)
         if not fuse_left:

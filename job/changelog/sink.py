@@ -99,14 +99,12 @@ def plan_sink(planner, rel: Rel, table, connector: Connector, sink: Sink, column
             return SinkPlan(df.writeStream.foreachBatch(lambda b, i: sink.write_changes(collapse(b, pk, cols), i)),
                             "upsert", [f"upsert by ({', '.join(pk)}): net change per key per micro-batch "
                                        f"(the query is unique on ({', '.join(query_key) or 'one row'}))"])
-        shown = ", ".join(query_key) if len(query_key) == len(rel.unique_key) else "columns the sink does not receive"
-        raise PipelineError(
-            f"the query's rows are unique on ({shown}) but table '{table.name}' has PRIMARY KEY ({', '.join(pk)}): "
-            "one key would receive several rows and updates would overwrite each other",
-            hint="make the sink's PRIMARY KEY match the query's GROUP BY / join key")
-    # Unknown uniqueness (outer joins of keyless inputs, FULL joins on expressions…):
+    # Uniqueness on the sink key is unknown (outer joins of keyless inputs, FULL joins on
+    # expressions…) or the query's key is not within the sink's PRIMARY KEY (a key made by
+    # an expression such as COALESCE(l.id, r.id), a GROUP BY finer than the sink key):
     # keep every row per sink key in state and show the latest, as Flink's
-    # SinkUpsertMaterializer does.
+    # SinkUpsertMaterializer does — Flink materializes whenever no upsert key of the query
+    # is contained in the sink's primary key, it does not reject the INSERT.
     pk_json = F.to_json(F.struct(*[F.col(f"`{p}`") for p in pk]), ROW_JSON)
     row_json = F.to_json(F.struct(*[F.col(f"`{c}`") for c in cols]), ROW_JSON)
     staged = df.select(pk_json.alias("pk"), F.col(SIGN).alias("sign"), row_json.alias("row"))

@@ -4,7 +4,7 @@ the two small interfaces it implements to read and write.
 Modelled on Flink's DynamicTableFactory: a connector states its options in one place, and
 validation, did-you-mean errors and the README's option tables all come from that
 statement. Adding a connector is one new module under ``job/connectors/`` (or a Python
-entry point in the ``flink_sql_spark.connectors`` group) and nothing else.
+entry point in the ``streamsql.connectors`` group) and nothing else.
 """
 from __future__ import annotations
 

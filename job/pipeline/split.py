@@ -65,8 +65,9 @@ def split_statements(text: str, origin: Origin, *, indent: int = 0) -> list[Stat
         here_origin = here_origin.advance(text[here:index])
         here = index
         if indent and here_origin.line != origin.line:
-            return Origin(here_origin.source, here_origin.line, here_origin.column + indent)
-        return here_origin
+            return Origin(here_origin.source, here_origin.line, here_origin.column + indent, indent)
+        # The statement's own later lines are indented too: its origin carries the indent.
+        return Origin(here_origin.source, here_origin.line, here_origin.column, indent) if indent else here_origin
 
     def mark(start: int, end: int) -> None:
         """Record that text[start:end] is significant."""

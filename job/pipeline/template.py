@@ -188,9 +188,19 @@ def _undefined_error(exc: jinja2.UndefinedError, text: str, origin: Origin, inde
     source_lines = text.splitlines()
     column = 1
     if line <= len(source_lines):
-        found = re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", source_lines[line - 1])
-        if found:
-            column = found.start() + 1
+        source_line = source_lines[line - 1]
+        word = re.compile(rf"(?<![\w.]){re.escape(name)}(?!\w)")
+        # The name as a template uses it, inside {{ … }} or {% … %}; not the same word in
+        # the SQL around it ('number-of-rows' for {{ rows }}).
+        for tag in re.finditer(r"\{\{.*?\}\}|\{%.*?%\}", source_line):
+            found = word.search(source_line, tag.start(), tag.end())
+            if found:
+                column = found.start() + 1
+                break
+        else:
+            found = word.search(source_line)
+            if found:
+                column = found.start() + 1
     return PipelineError(
         f"undefined variable '{name}'",
         origin=_place(origin, line, column, indent),

@@ -1,78 +1,158 @@
-"""Progress a user can see: one line per micro-batch per query, and a summary on exit."""
+"""Progress a user can see: one line per micro-batch per query, and a summary on exit.
+
+    [orders-1-totals] batch 7 | in 1,200 rows (3,950 rows/s) | out 40 rows (38 upserts, 2 deletes)
+      | state 1,024 rows / 2.1 MB | watermark 2024-01-31T10:00:00.000Z | latency 310 ms | bad records 3
+
+The same figures go to ``--metrics-file`` (JSON lines) and ``--metrics-port``
+(Prometheus); see :mod:`job.run.metrics`.
+"""
 from __future__ import annotations
 
+import json
 import sys
 import threading
 from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from job.run.metrics import OUTPUTS, BatchFigures, OutputCounts, QueryTotals, figures
 
 
-def _state(progress) -> tuple[int, int]:
-    rows = sum(op.get("numRowsTotal", 0) for op in progress.get("stateOperators", []) or [])
-    mem = sum(op.get("memoryUsedBytes", 0) for op in progress.get("stateOperators", []) or [])
-    return rows, mem
+def format_figures(f: BatchFigures) -> str:
+    out = "?" if f.output_rows is None else f"{f.output_rows:,}"
+    changes = ""
+    if f.upserts is not None:
+        changes = f" ({f.upserts:,} upserts, {f.deletes or 0:,} deletes)"
+    parts = [f"[{f.query}] batch {f.batch_id}",
+             f"in {f.input_rows:,} rows ({_rate(f.processed_rows_per_second)} rows/s)",
+             f"out {out} rows{changes}",
+             f"state {f.state_rows:,} rows / {f.state_memory_bytes / 1e6:.1f} MB",
+             f"watermark {f.watermark or '-'}",
+             f"latency {f.latency_ms:,} ms"]
+    if f.bad_records:
+        parts.append(f"bad records {f.bad_records:,}")
+    return " | ".join(parts)
+
+
+def _rate(value: float) -> str:
+    return f"{value:,.1f}" if value < 10 else f"{value:,.0f}"
 
 
 def format_progress(p: dict) -> str:
     """One readable line from a StreamingQueryProgress JSON dict."""
-    rows_in = p.get("numInputRows", 0)
-    rate = p.get("processedRowsPerSecond", 0.0) or 0.0
-    sink_rows = (p.get("sink") or {}).get("numOutputRows", -1)
-    state_rows, state_mem = _state(p)
-    latency = (p.get("durationMs") or {}).get("triggerExecution", 0)
-    watermark = (p.get("eventTime") or {}).get("watermark", "-")
-    observed = p.get("observedMetrics") or {}
-    bad = sum(int(v.get("bad_records", 0) or 0) for v in observed.values())
-    parts = [f"[{p.get('name') or p.get('id')}] batch {p.get('batchId')}", f"in {rows_in} rows ({rate:,.0f} rows/s)",
-             f"out {sink_rows if sink_rows >= 0 else '?'} rows", f"state {state_rows} rows / {state_mem / 1e6:.1f} MB",
-             f"latency {latency} ms", f"watermark {watermark}"]
-    if bad:
-        parts.append(f"bad records {bad}")
-    return " | ".join(parts)
+    return format_figures(figures(p))
 
 
 @dataclass
 class ProgressReporter:
+    """Listens to the session's streaming queries and reports each finished batch.
+
+    ``queries``: names of the queries this run started (others in the same session are
+    ignored); ``sink_keys``: query name → the key its sink's output counts are recorded
+    under (its checkpoint); ``exporters``: objects with ``batch(figures)``,
+    ``summary(name, totals, status)`` and ``close()``.
+    """
+
     out: object = sys.stderr
+    queries: Optional[set] = None
+    sink_keys: dict = field(default_factory=dict)
+    exporters: list = field(default_factory=list)
+    outputs: OutputCounts = OUTPUTS
     totals: dict = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    listener: object = None
+    spark: object = None
+    on_batch: Optional[Callable[[BatchFigures], None]] = None
+    names_by_id: dict = field(default_factory=dict)
+    terminated: set = field(default_factory=set)
+    changed: threading.Condition = field(default_factory=threading.Condition)
 
     @classmethod
-    def attach(cls, spark, out) -> "ProgressReporter":
+    def attach(cls, spark, out, **kwargs) -> "ProgressReporter":
         from pyspark.sql.streaming import StreamingQueryListener
 
-        reporter = cls(out)
+        reporter = cls(out, **kwargs)
 
         class Listener(StreamingQueryListener):
             def onQueryStarted(self, event):
-                pass
+                reporter.names_by_id[str(event.id)] = event.name
 
             def onQueryProgress(self, event):
-                reporter.on_progress(event.progress)
+                try:
+                    reporter.on_progress(event.progress)
+                except Exception as exc:  # noqa: BLE001 - a report must never stop the job
+                    print(f"streamsql: could not report progress: {exc}", file=reporter.out, flush=True)
 
             def onQueryIdle(self, event):
                 pass
 
             def onQueryTerminated(self, event):
-                pass
+                with reporter.changed:
+                    reporter.terminated.add(reporter.names_by_id.get(str(event.id), str(event.id)))
+                    reporter.changed.notify_all()
 
-        spark.streams.addListener(Listener())
+        reporter.listener = Listener()
+        reporter.spark = spark
+        spark.streams.addListener(reporter.listener)
         return reporter
 
-    def on_progress(self, progress) -> None:
-        import json
-
-        p = json.loads(progress.json)
-        if p.get("numInputRows", 0) == 0 and not p.get("stateOperators"):
-            return
+    def watch(self, names, sink_keys: Optional[dict] = None) -> None:
+        """Report these queries too (names as given to ``queryName``)."""
         with self.lock:
-            t = self.totals.setdefault(p.get("name") or p.get("id"), {"batches": 0, "rows_in": 0, "rows_out": 0})
-            t["batches"] += 1
-            t["rows_in"] += p.get("numInputRows", 0)
-            t["rows_out"] += max((p.get("sink") or {}).get("numOutputRows", 0), 0)
-            print(format_progress(p), file=self.out, flush=True)
+            self.queries = set(self.queries or ()) | set(names)
+            self.sink_keys.update(sink_keys or {})
 
-    def summary(self) -> None:
+    def on_progress(self, progress) -> None:
+        p = json.loads(progress.json) if hasattr(progress, "json") else progress
+        name = p.get("name") or p.get("id")
+        if self.queries is not None and name not in self.queries:
+            return
+        f = figures(p, self.outputs.pop(self.sink_keys.get(name), int(p.get("batchId", -1))))
+        with self.lock:
+            self.totals.setdefault(name, QueryTotals()).add(f)
+            for exporter in self.exporters:
+                exporter.batch(f)
+            # A batch that read nothing and keeps no state (e.g. the last one of
+            # --once) is not worth a line.
+            if f.input_rows or f.state_rows or f.output_rows or p.get("stateOperators"):
+                print(format_figures(f), file=self.out, flush=True)
+        if self.on_batch is not None:
+            self.on_batch(f)
+
+    def drain(self, names, timeout: float = 10.0) -> bool:
+        """Wait until Spark has told this listener that every query in ``names`` ended;
+        the listener bus delivers a query's events in order, so every batch it ran has
+        been reported by then. False on timeout."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        with self.changed:
+            while not set(names) <= self.terminated:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self.changed.wait(min(left, 0.2))
+        return True
+
+    def summary(self, status: str = "ok") -> None:
         with self.lock:
             for name, t in self.totals.items():
-                print(f"[{name}] done: {t['batches']} batches, {t['rows_in']} rows in, {t['rows_out']} rows out",
+                out = f"{t.output_rows:,}" if t.output_known else "?"
+                changes = f" ({t.upserts:,} upserts, {t.deletes:,} deletes)" if (t.upserts or t.deletes) else ""
+                bad = f", {t.bad_records:,} bad records" if t.bad_records else ""
+                print(f"[{name}] {status}: {t.batches} batches, {t.input_rows:,} rows in, {out} rows out{changes}{bad}",
                       file=self.out, flush=True)
+                for exporter in self.exporters:
+                    exporter.summary(name, t, status)
+
+    def detach(self) -> None:
+        if self.listener is not None and self.spark is not None:
+            try:
+                self.spark.streams.removeListener(self.listener)
+            except Exception:  # noqa: BLE001 - the session may already be gone
+                pass
+            self.listener = None
+        for exporter in self.exporters:
+            try:
+                exporter.close()
+            except Exception:  # noqa: BLE001
+                pass

@@ -24,6 +24,7 @@ from job.changelog.sink import plan_sink
 from job.connectors.base import APPEND, SinkContext
 from job.connectors.registry import describe, validate_options
 from job.errors import EXIT_BAD_RECORD, EXIT_OTHER, EXIT_UNREACHABLE, PipelineError
+from job.run.metrics import instrument_sink
 from job.run.analyze import analyze_query, register_declared, register_view, spark_error
 from job.run.program import Program
 from job.run.sources import BAD_RECORD_MARKER, OpenedSources, open_source
@@ -109,7 +110,8 @@ def plan_insert(spark, program: Program, index: int, *, once: bool, checkpoint_d
     else:
         engine = "native"
         rel = native_relation(spark, program, index, open_)
-    sink = connector.create_sink(SinkContext(spark, table, options, checkpoint, offline=offline))
+    sink = instrument_sink(connector.create_sink(SinkContext(spark, table, options, checkpoint, offline=offline)),
+                           checkpoint)
     sink_plan = plan_sink(planner, rel, table, connector, sink, insert.column_names)
     steps = rel.steps + sink_plan.steps
     plan = QueryPlan(name, index, table.name, engine, sink_plan.mode, checkpoint, steps, sink_plan.writer,
@@ -149,7 +151,8 @@ def dead_letter_writer(spark, program: Program, table_name: str, letters, checkp
     cols = [(letters[c.name] if c.name in letters.columns else
              F.current_timestamp() if "timestamp" in c.spark_type else F.lit(None)).cast(c.spark_type).alias(c.name)
             for c in persisted]
-    sink = connector.create_sink(SinkContext(spark, table, options, checkpoint, offline=offline))
+    sink = instrument_sink(connector.create_sink(SinkContext(spark, table, options, checkpoint, offline=offline)),
+                           checkpoint)
     return (f"dead-letter-{short_name(table.name)}", sink.write_stream(letters.select(*cols)), checkpoint)
 
 

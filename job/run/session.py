@@ -44,7 +44,14 @@ def quiet_python_loggers(verbose: bool) -> None:
     """PySpark logs every analysis error with a Java stack trace through this logger;
     our own error message says it better."""
     level = logging.INFO if verbose else logging.CRITICAL
-    for name in ("DataFrameQueryContextLogger", "py4j", "py4j.clientserver", "py4j.java_gateway"):
+    # PySpark logs analysis errors of DataFrame calls and of spark.sql() under two names.
+    # They must be created as PySparkLoggers: PySpark passes them keyword arguments
+    # (errorClass=…) that a plain logging.Logger rejects once the level lets them through.
+    from pyspark.logger import PySparkLogger
+
+    for name in ("DataFrameQueryContextLogger", "SQLQueryContextLogger"):
+        PySparkLogger.getLogger(name).setLevel(level)
+    for name in ("py4j", "py4j.clientserver", "py4j.java_gateway"):
         logging.getLogger(name).setLevel(level)
 
 

@@ -66,3 +66,76 @@ def open_source(spark, table, *, once: bool, offline: bool = False,
     if table.watermark is not None and stream.mode == APPEND:
         df = df.withWatermark(table.watermark.column, table.watermark.delay)
     return SourceStream(df, stream.mode, stream.bounded)
+
+
+# ------------------------------------------------------------------ reachability
+
+# Options that name network endpoints, per connector family: option → default port.
+ENDPOINT_OPTIONS = {"properties.bootstrap.servers": 9092}
+CONNECT_TIMEOUT_S = 5.0
+
+
+def tables_in_use(program) -> list:
+    """The tables a run reads or writes, dead-letter tables included, in catalog order."""
+    from job.catalog import short_name
+
+    names: set[str] = {short_name(i.table).lower() for i in program.inserts}
+    for reads in program.reads.values():
+        names |= {n.lower() for n in reads}
+    for name in list(names):
+        table = program.catalog.table(name)
+        target = table.options.get("dead-letter.table") if table is not None else None
+        if target and table.options.get("on-error") == "dead-letter":
+            names.add(short_name(target).lower())
+    return [t for key, t in program.catalog.tables.items() if key in names]
+
+
+def _endpoints(value: str, default_port: int) -> list[tuple[str, int]]:
+    out = []
+    for item in str(value).replace(";", ",").split(","):
+        item = item.strip()
+        if "://" in item:
+            item = item.split("://", 1)[1]
+        if not item:
+            continue
+        host, sep, port = item.rpartition(":")
+        if not sep or not port.isdigit():
+            host, port = item, str(default_port)
+        out.append((host.strip("[]"), int(port)))
+    return out
+
+
+def check_endpoints(program, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """Fail fast (exit 3) when none of a table's brokers accepts a TCP connection.
+
+    Kafka's own clients retry an unreachable broker until their timeouts expire (15 s for
+    the admin preflight, a minute for a producer), and a sink is not contacted before its
+    first write; one connect per address answers "is anything listening there" at once.
+    Brokers that accept the connection but misbehave are left to the clients.
+    """
+    import socket
+
+    from job.errors import EXIT_UNREACHABLE, PipelineError
+
+    tested: dict[str, Optional[str]] = {}
+    for table in tables_in_use(program):
+        for option, default_port in ENDPOINT_OPTIONS.items():
+            value = table.options.get(option)
+            if not value:
+                continue
+            if value not in tested:
+                errors = []
+                for host, port in _endpoints(value, default_port):
+                    try:
+                        socket.create_connection((host, port), timeout=timeout).close()
+                        errors = []
+                        break
+                    except OSError as exc:
+                        errors.append(f"{host}:{port}: {exc.strerror or exc}")
+                tested[value] = "; ".join(errors) if errors else None
+            if tested[value]:
+                raise PipelineError(
+                    f"table '{table.name}': '{option}' = '{value}' cannot be reached ({tested[value]})",
+                    origin=table.option_origins.get(option, table.source.origin if table.source else None),
+                    statement=table.source.text if table.source else None, option=option,
+                    exit_code=EXIT_UNREACHABLE, hint="check that the broker is running and the address is right")

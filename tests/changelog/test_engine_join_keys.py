@@ -1,0 +1,58 @@
+"""Joins whose key is compared after a type cast, end to end.
+
+An upsert table joined on exactly its primary key is normalized inside the join
+operator (the join key stands for the primary key there). That is only right when the
+join compares the key as it is: a STRING key joined with a BIGINT column is compared as
+BIGINT, where '1' and '01' are one join key but two rows of the table.
+"""
+from __future__ import annotations
+
+import pytest
+
+from job.run.runner import RunOptions, run
+from tests.changelog.engine_support import Clock, write_files
+from tests.kafka_io import consume, topic_name, upsert_state
+
+pytestmark = [pytest.mark.kafka, pytest.mark.slow]
+
+
+def test_string_key_joined_with_a_number_keeps_every_row(spark, kafka_bootstrap, tmp_path):
+    clock = Clock()
+    users = [  # (op, before, after)
+        ("c", None, {"uid": "1", "accountId": "a0", "score": 1}),
+        ("c", None, {"uid": "01", "accountId": "a1", "score": 2}),
+        ("c", None, {"uid": "2", "accountId": "a2", "score": 3}),
+    ]
+    later_users = [
+        ("u", {"uid": "1", "accountId": "a0", "score": 1}, {"uid": "1", "accountId": "a3", "score": 1}),
+        ("c", None, {"uid": "002", "accountId": "a4", "score": 4}),
+    ]
+    nums = [("c", None, {"num": 1, "label": "one"}), ("c", None, {"num": 2, "label": "two"})]
+    later_nums = [("u", {"num": 2, "label": "two"}, {"num": 2, "label": "deux"})]
+    write_files(tmp_path / "users", [users, later_users], clock)
+    write_files(tmp_path / "nums", [nums, later_nums], clock)
+
+    topic = topic_name("engine-castkey")
+    sql = f"""
+    CREATE TABLE users (uid STRING, accountId STRING, score INT, PRIMARY KEY (uid) NOT ENFORCED) WITH (
+      'connector' = 'filesystem', 'path' = '{tmp_path / "users"}', 'format' = 'debezium-json',
+      'source.max-files-per-trigger' = '1');
+    CREATE TABLE nums (num BIGINT, label STRING, PRIMARY KEY (num) NOT ENFORCED) WITH (
+      'connector' = 'filesystem', 'path' = '{tmp_path / "nums"}', 'format' = 'debezium-json',
+      'source.max-files-per-trigger' = '1');
+    CREATE TABLE out_t (uid STRING, accountId STRING, label STRING, PRIMARY KEY (uid) NOT ENFORCED) WITH (
+      'connector' = 'upsert-kafka', 'topic' = '{topic}', 'key.format' = 'raw', 'value.format' = 'json',
+      'properties.bootstrap.servers' = '{kafka_bootstrap}');
+    INSERT INTO out_t SELECT u.uid, u.accountId, n.label FROM users u JOIN nums n ON u.uid = n.num;
+    """
+    assert run(RunOptions(statements=[sql], once=True, checkpoint_dir=str(tmp_path / "checkpoints"))) == 0
+
+    # Batch Spark SQL over the final tables, with the same implicit cast.
+    final_users = spark.createDataFrame([("1", "a3", 1), ("01", "a1", 2), ("2", "a2", 3), ("002", "a4", 4)],
+                                        "uid STRING, accountId STRING, score INT")
+    final_nums = spark.createDataFrame([(1, "one"), (2, "deux")], "num BIGINT, label STRING")
+    expected = {r.uid: r.asDict() for r in spark.sql(
+        "SELECT u.uid, u.accountId, n.label FROM {users} u JOIN {nums} n ON u.uid = n.num",
+        users=final_users, nums=final_nums).collect()}
+    assert len(expected) == 4
+    assert upsert_state(consume(spark, kafka_bootstrap, topic)) == expected

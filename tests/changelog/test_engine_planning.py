@@ -1,0 +1,72 @@
+"""Planning the changelog engine's queries (dry runs: nothing is read or written).
+
+Regression tests for what the randomized engine tests (test_engine_properties.py) found,
+fast enough for every run.
+"""
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from job.run.runner import RunOptions, run
+
+SOURCES = """
+CREATE TABLE users (uid STRING, accountId STRING, score INT, PRIMARY KEY (uid) NOT ENFORCED)
+  WITH ('connector' = 'filesystem', 'path' = '/nonexistent/users', 'format' = 'debezium-json');
+CREATE TABLE colors (userUid STRING, color STRING, PRIMARY KEY (userUid) NOT ENFORCED)
+  WITH ('connector' = 'filesystem', 'path' = '/nonexistent/colors', 'format' = 'debezium-json');
+"""
+
+
+def sink(name: str, columns: str, key: str) -> str:
+    return (f"CREATE TABLE {name} ({columns}, PRIMARY KEY ({key}) NOT ENFORCED) WITH ('connector' = 'upsert-kafka', "
+            f"'topic' = '{name}', 'key.format' = 'raw', 'value.format' = 'json', "
+            f"'properties.bootstrap.servers' = '127.0.0.1:1')")
+
+
+def dry_run(*statements: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = run(RunOptions(statements=[SOURCES, *statements], dry_run=True), out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+AGG_SINK = sink("by_account", "accountId STRING, n BIGINT, hi INT", "accountId")
+
+
+@pytest.mark.parametrize("having", [
+    "COUNT(*) >= 3",                                  # an aggregate of the select list
+    "COUNT(*) >= 3 AND MAX(score) > 6",
+    "SUM(score) > 10 AND MIN(score) IS NOT NULL",     # aggregates only HAVING computes
+    "COUNT(DISTINCT score) > 1",
+    "n >= 2 AND hi < 10",                             # select aliases (Spark resolves them)
+    "accountId <> 'a1' AND users.accountId IS NOT NULL",  # the group key
+])
+def test_having_reads_the_aggregates_results(spark, having):
+    """HAVING used to be planned over the aggregate's output without its aggregate
+    calls and group keys: any HAVING was rejected (a column the output does not have)
+    or handed to Spark as an aggregate inside a streaming filter."""
+    code, out, err = dry_run(AGG_SINK, "INSERT INTO by_account SELECT accountId, COUNT(*) AS n, MAX(score) AS hi "
+                                       f"FROM users GROUP BY accountId HAVING {having}")
+    assert code == 0, err
+
+
+FULL_SINK = sink("full_sink", "k STRING, uid STRING, accountId STRING, cuid STRING, color STRING", "k")
+FULL_INSERT = ("INSERT INTO full_sink SELECT COALESCE(u.uid, c.userUid) AS k, u.uid, u.accountId, c.userUid AS cuid, "
+               "c.color FROM users u FULL JOIN colors c ON u.uid = c.userUid")
+
+
+def test_full_join_keyed_by_an_expression_is_materialized(spark):
+    """The FULL JOIN's rows are unique on (uid, cuid), which is not within the sink's
+    key k = COALESCE(uid, cuid): like Flink, the sink materializes by k instead of
+    rejecting the INSERT (the same query without the uid/cuid columns always did)."""
+    code, out, err = dry_run(FULL_SINK, FULL_INSERT)
+    assert code == 0, err
+    assert "sink fed as upsert (materialized)" in out, out
+
+
+def test_query_key_within_the_sink_key_is_not_materialized(spark):
+    code, out, err = dry_run(sink("joined", "uid STRING, color STRING", "uid"),
+                             "INSERT INTO joined SELECT u.uid, c.color FROM users u LEFT JOIN colors c ON u.uid = c.userUid")
+    assert code == 0, err
+    assert "sink fed as upsert," in out and "materialized" not in out, out
