@@ -11,6 +11,7 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 def pytest_configure(config):
     config.addinivalue_line("markers", "kafka: needs the local Kafka broker (started by the fixture)")
     config.addinivalue_line("markers", "slow: end-to-end; runs in CI, skip locally with -m 'not slow'")
+    config.addinivalue_line("markers", "airflow: runs a real Apache Airflow (own virtualenv); only with STREAMSQL_AIRFLOW_TEST=1")
 
 
 @pytest.fixture(scope="session")

@@ -21,7 +21,8 @@ from job.errors import PipelineError
 
 BUCKET = "__bucket"
 SUPPORTED_AGGS = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max"}
-WINDOW_FUNCTIONS = ("window", "session_window", "tumble", "hop", "session", "cumulate")
+WINDOW_FUNCTIONS = ("window", "session_window", "tumble", "hop", "session", "cumulate", "spark_window",
+                    "flink_session")
 
 
 def parse_select(sql: str) -> exp.Expression:

@@ -11,6 +11,7 @@ from sqlglot import exp
 
 from job.catalog import Catalog, short_name
 from job.connectors.registry import validate_options
+from job.sql.dialect import parse_structure
 from job.errors import PipelineError
 from job.pipeline.load import LoadedPipeline
 from job.sql.parse import parse_statement
@@ -59,7 +60,7 @@ def build_program(loaded: LoadedPipeline) -> Program:
 def tables_read(catalog: Catalog, sql: str, seen: frozenset = frozenset()) -> set[str]:
     """Names of the tables a query reads, through views and CTEs."""
     try:
-        tree = sqlglot.parse_one(sql, read="spark")
+        tree = parse_structure(sql)
     except sqlglot.errors.ParseError:
         return set()  # Spark's analyser reports the syntax error with its position
     ctes = {cte.alias.lower() for cte in tree.find_all(exp.CTE)}

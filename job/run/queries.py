@@ -23,6 +23,7 @@ from job.changelog.relation import SIGN, Field, Rel
 from job.changelog.sink import plan_sink
 from job.connectors.base import APPEND, SinkContext
 from job.connectors.registry import describe, validate_options
+from job.sql.dialect import parse_structure
 from job.errors import EXIT_BAD_RECORD, EXIT_OTHER, EXIT_UNREACHABLE, PipelineError
 from job.run.metrics import instrument_sink
 from job.run.analyze import analyze_query, register_declared, register_view, spark_error
@@ -61,7 +62,7 @@ def needs_changelog(program: Program, index: int) -> bool:
     queries = [program.inserts[index].query] + [v.query for v in catalog.views.values()]
     for sql in queries:
         try:
-            tree = sqlglot.parse_one(sql, read="spark")
+            tree = parse_structure(sql)
         except sqlglot.errors.ParseError:
             continue
         for select in tree.find_all(exp.Select):

@@ -214,7 +214,7 @@ def run(options: RunOptions, out=None, err=None) -> int:
         except Exception as exc:  # noqa: BLE001 - every failure ends in one line and a code
             if options.verbose:
                 traceback.print_exc(file=err)
-            return report_failure(EXIT_OTHER, unexpected_message(exc), err)
+            return report_failure(EXIT_OTHER, unexpected_message(exc, masker), err)
         finally:
             try:
                 out.flush()
@@ -229,18 +229,28 @@ def report_failure(code: int, message: str, err) -> int:
     return code
 
 
-def unexpected_message(exc: BaseException) -> str:
+def unexpected_message(exc: BaseException, masker: Optional[Masker] = None) -> str:
     """One line for an exception nobody turned into a PipelineError: its type and first
-    line, and for a Java exception the chain of causes (the root cause says most)."""
+    line, and for a Java exception the chain of causes (the root cause says most).
+    Secrets are masked before anything is cut short."""
     from job.run.analyze import first_line
 
-    causes = java_causes(exc)
+    mask = masker.mask if masker is not None else (lambda t: t)
+    causes = [shorten(mask(c)) for c in java_causes(exc)]
+    if len(causes) > 4:
+        causes = causes[:2] + ["…"] + causes[-2:]
     if causes:
         return "; caused by: ".join(causes)
-    return f"{type(exc).__name__}: {first_line(str(exc))}" if str(exc) else type(exc).__name__
+    text = mask(str(exc))
+    return f"{type(exc).__name__}: {shorten(first_line(text))}" if text else type(exc).__name__
 
 
-def java_causes(exc: BaseException, limit: int = 4) -> list[str]:
+def shorten(text: str, limit: int = 400) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def java_causes(exc: BaseException, limit: int = 12) -> list[str]:
     """'Type: message' for a py4j Java exception and its causes (at most ``limit``)."""
     throwable = getattr(exc, "java_exception", None)
     out: list[str] = []
@@ -248,8 +258,9 @@ def java_causes(exc: BaseException, limit: int = 4) -> list[str]:
         while throwable is not None and len(out) < limit:
             message = throwable.getMessage()
             text = f"{throwable.getClass().getSimpleName()}: {message}" if message else throwable.getClass().getSimpleName()
+            text = " ".join(str(text).split())
             if not out or text not in out[-1]:
-                out.append(" ".join(str(text).split())[:300])
+                out.append(text)
             cause = throwable.getCause()
             throwable = None if cause is None or cause.equals(throwable) else cause
     except Exception:  # noqa: BLE001 - the JVM is gone; the Python text will do
@@ -309,12 +320,14 @@ def execute(spark, program, plans, options: RunOptions, err) -> int:
         stop.install_jvm_hook(spark, options.stop_timeout)
     status = "failed"
     started: list = []
+    started_names: list = []
     try:
         for wave in (waves(plans, program) if options.once else [plans]):
             if stop.requested:
                 break
             queries = start_queries(wave, program, once=options.once)
             started += queries
+            started_names += [q.name for q in queries]
             supervise(queries, stop, options.stop_timeout, sink_keys)
         status = "stopped" if stop.requested else "ok"
     finally:
@@ -322,9 +335,12 @@ def execute(spark, program, plans, options: RunOptions, err) -> int:
 
         STOP_GATE.open(sink_keys.values())
         for q in started:
-            if q.isActive:
-                q.stop()
-        reporter.drain([q.name for q in started], timeout=10.0)
+            try:
+                if q.isActive:
+                    q.stop()
+            except Exception:  # noqa: BLE001 - the SparkContext is already gone
+                pass
+        reporter.drain(started_names, timeout=10.0)
         reporter.summary(status)
         reporter.detach()
         stop.uninstall()
@@ -363,8 +379,8 @@ def in_flight_batch(query) -> tuple[int, bool]:
         busy = bool(query.status.get("isTriggerActive"))
     except Exception:  # noqa: BLE001 - the query ended meanwhile
         return -1, False
-    try:  # StreamExecution.currentBatchId: the batch being (or next to be) run
-        current = int(query._jsq.streamingQuery().currentBatchId())
+    try:  # the micro-batch Spark is running (or about to run): its execution context
+        current = int(query._jsq.streamingQuery().getLatestExecutionContext().batchId())
     except Exception:  # noqa: BLE001 - not the classic JVM query: the last progress tells
         last = (query.lastProgress or {}).get("batchId")
         current = (last + 1) if last is not None else 0

@@ -62,3 +62,18 @@ def flink_to_spark(sql: str) -> str:
         return node
 
     return tree.transform(swap).sql(dialect="spark")
+
+
+# sqlglot reads 'window' as a keyword; for its structural parse only, Spark's window()
+# call gets a neutral name (Spark itself always receives the query as written).
+_SPARK_WINDOW = re.compile(r"\bwindow(\s*\()", re.I)
+STRUCTURAL_WINDOW_NAME = "spark_window"
+
+
+def parse_structure(sql: str) -> exp.Expression:
+    """sqlglot's tree of a query, for finding its tables, joins and GROUP BY.
+
+    Raises sqlglot.errors.ParseError; Spark reports the user's syntax errors itself."""
+    renamed = _SPARK_WINDOW.sub(STRUCTURAL_WINDOW_NAME + r"\1", sql)
+    renamed = re.sub(r"\bSESSION(_START|_END|_ROWTIME)?(\s*\()", r"FLINK_SESSION\1\2", renamed, flags=re.I)
+    return sqlglot.parse_one(renamed, read="spark")

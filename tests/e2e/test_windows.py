@@ -11,7 +11,16 @@ from job.run.runner import RunOptions, run
 pytestmark = pytest.mark.slow
 
 
-def test_tumble_window_with_watermark_appends_closed_windows(spark, tmp_path):
+FLINK = """INSERT INTO counts
+           SELECT user_id, TUMBLE_START(ts, INTERVAL '1' MINUTE), COUNT(*)
+           FROM clicks GROUP BY user_id, TUMBLE(ts, INTERVAL '1' MINUTE)"""
+SPARK = """INSERT INTO counts
+           SELECT user_id, window.start, COUNT(*)
+           FROM clicks GROUP BY user_id, window(ts, '1 minute')"""
+
+
+@pytest.mark.parametrize("insert", [FLINK, SPARK], ids=["flink-tumble", "spark-window"])
+def test_tumble_window_with_watermark_appends_closed_windows(spark, tmp_path, insert):
     src, out = tmp_path / "clicks", tmp_path / "counts"
     src.mkdir()
     events = [("u1", "2024-01-01 10:00:10"), ("u1", "2024-01-01 10:00:50"), ("u2", "2024-01-01 10:00:20"),
@@ -22,9 +31,7 @@ def test_tumble_window_with_watermark_appends_closed_windows(spark, tmp_path):
             WITH ('connector' = 'filesystem', 'path' = '{src}', 'format' = 'json')""",
         f"""CREATE TABLE counts (user_id STRING, window_start TIMESTAMP(3), clicks BIGINT)
             WITH ('connector' = 'filesystem', 'path' = '{out}', 'format' = 'json')""",
-        """INSERT INTO counts
-           SELECT user_id, TUMBLE_START(ts, INTERVAL '1' MINUTE), COUNT(*)
-           FROM clicks GROUP BY user_id, TUMBLE(ts, INTERVAL '1' MINUTE)""",
+        insert,
     ]
     assert run(RunOptions(statements=statements, once=True, checkpoint_dir=str(tmp_path / "ck"), explain=True)) == 0
     rows = sorted((r.user_id, r.window_start.strftime("%H:%M"), r.clicks)
