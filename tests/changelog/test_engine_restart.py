@@ -45,7 +45,7 @@ def job_command(pipeline: Path, scenario: Scenario, topic: str, bootstrap: str, 
     cmd = [sys.executable, "-m", "job.main", "--file", str(pipeline), "--checkpoint-dir", str(checkpoint),
            "--var", f"bootstrap={bootstrap}", "--var", f"out_topic={topic}"]
     cmd += [a for t in TABLES_READ for a in ("--var", f"{t}_path={scenario.directory(t)}")]
-    if os.environ.get("ENGINE_TEST_VERBOSE"):
+    if os.environ.get("ENGINE_TEST_VERBOSE"):  # Spark's INFO logs in job.log, to debug a failure
         cmd.append("--verbose")
     return cmd + (["--once"] if once else [])
 
