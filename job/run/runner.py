@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from job.errors import (EXIT_BAD_RECORD, EXIT_INVALID, EXIT_OK, EXIT_OTHER, EXIT_UNREACHABLE, PipelineError)
-from job.run.secrets import Masker, collect_secrets, filtered_fds, masked_output, wrap
+from job.run.secrets import Masker, collect_secrets, drain_filters, filtered_fds, masked_output, wrap
 
 DEFAULT_CHECKPOINT_DIR = ".checkpoints"
 DEFAULT_STOP_TIMEOUT_S = 120.0
@@ -110,6 +110,7 @@ class StopSignal:
             if self._signals > 1:
                 try:
                     print(f"streamsql: received {name} again, stopping at once", file=self.err or sys.stderr, flush=True)
+                    drain_filters()
                 finally:
                     os._exit(128 + signum)
             self.request(f"received {name}")

@@ -324,13 +324,28 @@ class FdFilter:
         self._pipes.clear()
 
 
+_active: list = []
+
+
 @contextlib.contextmanager
 def filtered_fds(masker: Masker, drop: Iterable[str] = (), enabled: bool = True) -> Iterator[None]:
     if not enabled:
         yield
         return
     f = FdFilter(masker, drop).start()
+    _active.append(f)
     try:
         yield
     finally:
-        f.stop()
+        if f in _active:
+            _active.remove(f)
+            f.stop()
+
+
+def drain_filters(timeout: float = 2.0) -> None:
+    """Pass on what the active :class:`FdFilter` holds (before ``os._exit``)."""
+    while _active:
+        try:
+            _active.pop().stop(timeout)
+        except Exception:  # noqa: BLE001 - exiting anyway
+            pass

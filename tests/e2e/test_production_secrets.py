@@ -37,6 +37,8 @@ def test_explain_progress_and_rows_never_show_the_secret(spark, kafka_bootstrap,
     assert "properties.client.id=app-****" in r.out             # masked by value
     assert "****> +I[a, 1]" in r.out and "****> +I[b, 2]" in r.out  # printed rows
     assert "batch 0" in r.err
+    # and nothing but our own lines: no Spark INFO/WARN, no JVM or Python-worker chatter
+    assert [l for l in r.err.splitlines() if not l.startswith("[sql-pipeline-1-out1] ")] == [], r.err
 
 
 def test_error_text_from_kafka_never_shows_the_secret(tmp_path, kafka_bootstrap):

@@ -76,3 +76,24 @@ def test_a_preview_cut_inside_a_secret_hides_its_beginning():
     m = Masker(["hunter2-very-long"])
     assert m.mask("where pw = 'hunter2-ve…") == "where pw = '****…"
     assert m.mask("nothing secret…") == "nothing secret…"
+
+
+def test_fd_filter_masks_and_thins_what_child_processes_write():
+    """What a process started under the filter (as the JVM is) writes to fd 1/2 is masked,
+    noise lines are dropped, and everything written before stop() comes out."""
+    import subprocess
+    import textwrap
+
+    script = textwrap.dedent("""
+        import subprocess, sys
+        from job.run.secrets import Masker, filtered_fds
+        with filtered_fds(Masker(["hunter22"]), drop=("NOISE",)):
+            subprocess.run(["sh", "-c", "echo child hunter22; echo NOISE line >&2; echo; echo child err >&2"])
+            print("parent hunter22", flush=True)
+            print("last line", file=sys.stderr, flush=True)
+        print("after", flush=True)
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == f"child {MASK}\n\nparent {MASK}\nafter\n"
+    assert proc.stderr == "child err\nlast line\n"
