@@ -389,7 +389,7 @@ class Planner:
 
     def aggregate(self, rel: Rel, node: exp.Select) -> Rel:
         from pyspark.sql import functions as F
-        from pyspark.sql.types import DecimalType, FractionalType, IntegralType, StructField, StructType
+        from pyspark.sql.types import DecimalType, FractionalType, IntegralType
 
         rel = self.settle(rel)
         items = node.expressions

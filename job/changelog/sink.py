@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 from job.changelog import operators as ops
 from job.changelog.relation import ROW_JSON, SIGN, Rel

@@ -9,10 +9,8 @@ INSERT that reads a table another INSERT writes waits for that one to finish fir
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 import sqlglot
 from sqlglot import exp
@@ -194,22 +192,6 @@ def waves(plans: list[QueryPlan], program: Program) -> list[list[QueryPlan]]:
             written = set()
         written.add(short_name(plan.sink_table).lower())
     return out
-
-
-def await_all(spark, queries, stop_requested=lambda: False, poll: float = 0.5) -> None:
-    """Wait until every query ends; the first failure stops the rest and is raised."""
-    while True:
-        failed = next((q for q in queries if not q.isActive and q.exception() is not None), None)
-        if failed is not None:
-            for q in queries:
-                if q.isActive:
-                    q.stop()
-            raise query_failure(failed)
-        if all(not q.isActive for q in queries):
-            return
-        if stop_requested():
-            return
-        time.sleep(poll)
 
 
 def query_failure(query) -> PipelineError:
