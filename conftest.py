@@ -11,6 +11,7 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 def pytest_configure(config):
     config.addinivalue_line("markers", "kafka: needs the local Kafka broker (started by the fixture)")
     config.addinivalue_line("markers", "slow: end-to-end; runs in CI, skip locally with -m 'not slow'")
+    config.addinivalue_line("markers", "postgres: needs the local PostgreSQL server (started by the fixture)")
     config.addinivalue_line("markers", "airflow: runs a real Apache Airflow (own virtualenv); only with STREAMSQL_AIRFLOW_TEST=1")
 
 
@@ -26,3 +27,11 @@ def kafka_bootstrap():
     from tests.services import ensure_kafka
 
     return ensure_kafka()
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """The local PostgreSQL (scripts/postgres.sh, 127.0.0.1:15432): url/host/port/user/password."""
+    from tests.services import ensure_postgres
+
+    return ensure_postgres()

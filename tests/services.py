@@ -76,3 +76,30 @@ def kafka_running(name: str = "test") -> bool:
         [str(KAFKA_SH), "status", "--name", name], cwd=ROOT,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     ).returncode == 0
+
+
+POSTGRES_SH = ROOT / "scripts" / "postgres.sh"
+
+
+def ensure_postgres(port: int = 15432, name: str = "test", timeout: float = 120) -> dict:
+    """Start (or reuse) the local PostgreSQL NAME on 127.0.0.1:PORT (scripts/postgres.sh).
+
+    Returns connection facts: ``url`` (JDBC, database ``postgres``), ``host``, ``port``,
+    ``user``, ``password``. Installs the Debian packages on first use when run as root.
+    """
+    out = _run(
+        [str(POSTGRES_SH), "start", "--port", str(port), "--name", name, "--timeout", str(int(timeout))],
+        timeout=timeout + 600,  # first use may apt-get install
+    )
+    lines = out.strip().splitlines()
+    return {
+        "url": lines[-1] if lines else f"jdbc:postgresql://127.0.0.1:{port}/postgres",
+        "host": "127.0.0.1",
+        "port": port,
+        "user": "postgres",
+        "password": os.environ.get("STREAMSQL_PG_PASSWORD", "postgres"),
+    }
+
+
+def stop_postgres(name: str = "test") -> None:
+    _run([str(POSTGRES_SH), "stop", "--name", name], timeout=60)
