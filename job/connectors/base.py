@@ -78,6 +78,9 @@ class SourceContext:
     options: Mapping[str, Any]        # validated, typed, with defaults filled in
     once: bool = False                # run with Trigger.AvailableNow
     offline: bool = False             # --dry-run: build the plan, contact no external system
+    # The reading query's checkpoint directory, for sources that keep state tied to it
+    # (postgres-cdc records there that it created its replication slot). None in tests.
+    checkpoint: Optional[str] = None
 
 
 @dataclass(frozen=True)

@@ -100,7 +100,7 @@ def plan_insert(spark, program: Program, index: int, *, once: bool, checkpoint_d
     opened = OpenedSources()
 
     def open_(t):
-        return open_source(spark, t, once=once, offline=offline, opened=opened)
+        return open_source(spark, t, once=once, offline=offline, opened=opened, checkpoint=checkpoint)
 
     planner = Planner(spark, program.catalog, open_, buckets)
     if needs_changelog(program, index):

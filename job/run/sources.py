@@ -33,11 +33,12 @@ def policy_of(options) -> str:
 
 
 def open_source(spark, table, *, once: bool, offline: bool = False,
-                opened: Optional[OpenedSources] = None) -> SourceStream:
+                opened: Optional[OpenedSources] = None, checkpoint: Optional[str] = None) -> SourceStream:
     from pyspark.sql import functions as F
 
     connector, options = validate_options(table, "source")
-    stream = connector.create_source(SourceContext(spark, table, options, once=once, offline=offline))
+    stream = connector.create_source(SourceContext(spark, table, options, once=once, offline=offline,
+                                                           checkpoint=checkpoint))
     df = stream.df
     if "__error" in df.columns:
         policy = policy_of(options)
