@@ -27,6 +27,7 @@ BUILTIN_CONNECTORS = (
     "job.connectors.datagen",
     "job.connectors.print",
     "job.connectors.blackhole",
+    "job.connectors.postgres_cdc",
 )
 BUILTIN_FORMATS = (
     "job.formats.json",
