@@ -61,4 +61,6 @@ def table_mode(table: CreateTable) -> str:
     fmt = formats().get(fmt_name) if fmt_name else None
     if fmt is not None and fmt.changelog:
         return UPSERT if table.primary_key else CHANGELOG
+    if connector.mode_for is not None:
+        return connector.mode_for(table)
     return connector.source_mode or APPEND

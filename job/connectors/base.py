@@ -142,6 +142,9 @@ class Connector:
     # span options and schema (e.g. "key.fields must be columns"). Raises PipelineError.
     check: Optional[Callable[["CreateTable", Mapping[str, Any], str], None]] = None
     accepts_retractions: bool = False          # print: shows -U/-D instead of collapsing
+    # The table's changelog mode when it depends on the table rather than the connector
+    # alone (jdbc: upsert with a PRIMARY KEY, append without). None: ``source_mode``.
+    mode_for: Optional[Callable[["CreateTable"], str]] = None
     module: str = field(default="", compare=False)
 
     @property

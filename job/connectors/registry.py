@@ -28,6 +28,7 @@ BUILTIN_CONNECTORS = (
     "job.connectors.print",
     "job.connectors.blackhole",
     "job.connectors.postgres_cdc",
+    "job.connectors.jdbc",
 )
 BUILTIN_FORMATS = (
     "job.formats.json",
