@@ -42,6 +42,30 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+PATH_SUFFIXES = {".sql": "sql", ".yaml": "yaml", ".yml": "yaml"}
+
+
+def sort_positionals(statements: list[str], files: list[str], pipeline):
+    """``main.py pipeline.yaml`` and ``main.py a.sql b.sql`` mean files, as users type them:
+    a positional argument that is one word ending in .sql/.yaml/.yml is a path, not SQL."""
+    import os
+
+    sql_text = []
+    files = list(files)
+    for arg in statements:
+        kind = PATH_SUFFIXES.get(os.path.splitext(arg.strip())[1].lower())
+        if kind is None or any(ch.isspace() for ch in arg.strip()):
+            sql_text.append(arg)
+        elif kind == "sql":
+            files.append(arg.strip())
+        elif pipeline is not None:
+            raise PipelineError(f"two YAML pipelines given ('{pipeline}' and '{arg.strip()}')",
+                                hint="run one pipeline per job; put shared statements in .sql files")
+        else:
+            pipeline = arg.strip()
+    return sql_text, files, pipeline
+
+
 def parse_args(argv: Sequence[str]) -> RunOptions:
     args = parser().parse_args(list(argv))
     variables = {}
@@ -50,7 +74,8 @@ def parse_args(argv: Sequence[str]) -> RunOptions:
         if not sep or not key.strip():
             raise PipelineError(f"--var '{item}' must be KEY=VALUE", hint="e.g. --var run_date=2024-01-31")
         variables[key.strip()] = value
-    return RunOptions(statements=args.statements, files=args.files, pipeline=args.pipeline, variables=variables,
+    statements, files, pipeline = sort_positionals(args.statements, args.files, args.pipeline)
+    return RunOptions(statements=statements, files=files, pipeline=pipeline, variables=variables,
                       once=args.once, dry_run=args.dry_run, explain=args.explain, checkpoint_dir=args.checkpoint_dir,
                       verbose=args.verbose, master=args.master, metrics_port=args.metrics_port,
                       metrics_file=args.metrics_file, stop_timeout=args.stop_timeout)

@@ -186,7 +186,7 @@ class Planner:
         prepared = prepared.select(self.bucket(F.col("k")), "*")
         normalized = self.stateful(prepared, ops.Normalize(), ops.Normalize.OUTPUT)
         out = normalized.select(*self.from_row_json("row", rel.schema_of()), F.col("sign").alias(SIGN))
-        return Rel(out, rel.fields, append_only=False, unique_key=rel.unique_key,
+        return Rel(out, rel.fields, append_only=False, unique_key=rel.unique_key, computed=rel.computed,
                    steps=rel.steps + [f"normalize by PRIMARY KEY into retractions [stateful, {self.buckets} buckets]"])
 
     # ------------------------------------------------------------------ filter / project
@@ -214,7 +214,7 @@ class Planner:
         from pyspark.sql import functions as F
 
         rel = self.settle(rel)
-        selected, fields, renames = [], [], {}
+        selected, fields, renames, computed = [], [], {}, set()
         for name, expression in self.expand(rel, items):
             sql = rewrite(expression, rel, "the select list", replacements)
             col = self.fresh()
@@ -223,10 +223,15 @@ class Planner:
             plain = sql.strip("`")
             if sql == f"`{plain}`" and plain in rel.cols():
                 renames.setdefault(plain, col)
+                if plain in rel.computed:
+                    computed.add(col)
+            else:
+                computed.add(col)
         key = None
         if rel.unique_key is not None and all(c in renames for c in rel.unique_key):
             key = frozenset(renames[c] for c in rel.unique_key)
-        return Rel(rel.df.select(*selected, F.col(SIGN)), fields, rel.append_only, key, rel.steps)
+        return Rel(rel.df.select(*selected, F.col(SIGN)), fields, rel.append_only, key, rel.steps,
+                   computed=frozenset(computed))
 
     def union_all(self, rels: list[Rel]) -> Rel:
         from pyspark.sql import functions as F
@@ -364,7 +369,8 @@ class Planner:
             f"[stateful, {self.buckets} buckets; emits at once, retracts padded rows when a match arrives"
             + ("; normalizes the upsert " + " and ".join(("left", "right")[s_] for s_ in upsert_sides)
                + " side by its key in the same operator" if upsert_sides else "") + "]"]
-        rel = Rel(out, left.fields + right.fields, kind == "inner" and left.append_only and right.append_only, key, steps)
+        rel = Rel(out, left.fields + right.fields, kind == "inner" and left.append_only and right.append_only, key, steps,
+                  computed=left.computed | right.computed)
         for cond in (mixed if kind == "inner" else []):
             rel = self.filter(rel, cond, "the JOIN condition")
         return rel
@@ -489,7 +495,8 @@ class Planner:
         """SELECT DISTINCT / UNION: group by every column, no aggregates."""
         node = exp.Select(expressions=[exp.column(f.col) for f in rel.fields])
         node.set("group", exp.Group(expressions=[exp.column(f.col) for f in rel.fields]))
-        named = Rel(rel.df, [Field(f.col, None, f.col) for f in rel.fields], rel.append_only, rel.unique_key, rel.steps)
+        named = Rel(rel.df, [Field(f.col, None, f.col) for f in rel.fields], rel.append_only, rel.unique_key, rel.steps,
+                    computed=rel.computed)
         out = self.aggregate(named, node)
         out.fields = [Field(f.name, None, o.col) for f, o in zip(rel.fields, out.fields)]
         return out

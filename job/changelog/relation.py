@@ -40,6 +40,11 @@ class Rel:
     # seq_minor instead of __sign, and these are its primary-key columns. A join on that
     # key normalizes inside the join; anything else calls Planner.settle first.
     pending_upsert: Optional[tuple] = None
+    # Cols a projection computed with an expression (COALESCE(l.id, r.id), CAST(…)…).
+    # A sink key made of such a column may be unique although the planner cannot prove it,
+    # so the sink materializes; a sink key of plain columns that misses the unique key is
+    # provably wrong and rejected (see changelog.sink.plan_sink).
+    computed: frozenset = frozenset()
 
     def cols(self) -> list[str]:
         return [f.col for f in self.fields]

@@ -98,6 +98,8 @@ def plan_sink(planner, rel: Rel, table, connector: Connector, sink: Sink, column
             return SinkPlan(df.writeStream.foreachBatch(lambda b, i: sink.write_changes(collapse(b, pk, cols), i)),
                             "upsert", [f"upsert by ({', '.join(pk)}): net change per key per micro-batch "
                                        f"(the query is unique on ({', '.join(query_key) or 'one row'}))"])
+        if len(query_key) == len(rel.unique_key):
+            reject_key_mismatch(table, pk, query_key, rel, mapping)
     # Uniqueness on the sink key is unknown (outer joins of keyless inputs, FULL joins on
     # expressions…) or the query's key is not within the sink's PRIMARY KEY (a key made by
     # an expression such as COALESCE(l.id, r.id), a GROUP BY finer than the sink key):
@@ -113,6 +115,24 @@ def plan_sink(planner, rel: Rel, table, connector: Connector, sink: Sink, column
     return SinkPlan(out.writeStream.foreachBatch(lambda b, i: sink.write_changes(b, i)), "upsert (materialized)",
                     [f"materialize by ({', '.join(pk)}) [stateful: the query's uniqueness on the sink key is not "
                      "provable, so the latest row per key is kept]"])
+
+
+def reject_key_mismatch(table, pk: list[str], query_key: list[str], rel: Rel, mapping: dict) -> None:
+    """The query's rows are unique on ``query_key``, which the sink's PRIMARY KEY does not
+    contain. When every key column of the sink is a plain column of the query (a group key,
+    an aggregate's result, a table's column), rows of the query provably share sink keys and
+    would overwrite one another in arbitrary order: an error, as the issue (and Flink's
+    planner, for upsert sinks that cannot materialize) asks. A key column computed by an
+    expression (``COALESCE(l.id, r.id)``) may still be unique, so that case materializes."""
+    source_of = {sink_col.lower(): internal for internal, sink_col in mapping.items()}
+    if any(source_of.get(p.lower()) in rel.computed or p.lower() not in source_of for p in pk):
+        return
+    raise PipelineError(
+        f"table '{table.name}' has PRIMARY KEY ({', '.join(pk)}), but the query's rows are unique on "
+        f"({', '.join(query_key) or 'one row'}): several result rows would share one sink key and overwrite "
+        "each other in no defined order",
+        hint=f"declare the sink's key as PRIMARY KEY ({', '.join(query_key)}) NOT ENFORCED, or change the query "
+             "so that it is unique on the sink's key (e.g. GROUP BY the key columns)")
 
 
 def collapse(batch, pk: list[str], cols: list[str]):

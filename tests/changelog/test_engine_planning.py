@@ -70,3 +70,27 @@ def test_query_key_within_the_sink_key_is_not_materialized(spark):
                              "INSERT INTO joined SELECT u.uid, c.color FROM users u LEFT JOIN colors c ON u.uid = c.userUid")
     assert code == 0, err
     assert "sink fed as upsert," in out and "materialized" not in out, out
+
+
+@pytest.mark.parametrize("sink_table,insert", [
+    # GROUP BY is finer than the sink key: two accounts' rows per score
+    (sink("by_score", "hi INT, accountId STRING, n BIGINT", "hi"),
+     "INSERT INTO by_score SELECT MAX(score) AS hi, accountId, COUNT(*) AS n FROM users GROUP BY accountId"),
+    # the sink is keyed by an aggregate's result
+    (sink("by_n", "accountId STRING, n BIGINT", "n"),
+     "INSERT INTO by_n SELECT accountId, COUNT(*) AS n FROM users GROUP BY accountId"),
+    # an upsert table re-keyed by a non-key column
+    (sink("by_account_rows", "accountId STRING, uid STRING", "accountId"),
+     "INSERT INTO by_account_rows SELECT accountId, uid FROM users"),
+])
+def test_sink_key_that_cannot_match_the_querys_key_is_rejected(spark, sink_table, insert):
+    code, out, err = dry_run(sink_table, insert)
+    assert code == 2, out + err
+    assert "PRIMARY KEY" in err and "unique on" in err and "Traceback" not in err, err
+
+
+def test_sink_key_computed_from_the_key_is_materialized_not_rejected(spark):
+    code, out, err = dry_run(sink("by_upper", "uid STRING, accountId STRING", "uid"),
+                             "INSERT INTO by_upper SELECT UPPER(uid) AS uid, accountId FROM users")
+    assert code == 0, err
+    assert "materialized" in out, out

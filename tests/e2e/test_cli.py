@@ -205,3 +205,12 @@ def test_dry_run_of_each_example(example):
 
 def test_examples_are_found():
     assert {"quickstart", "user_count_by_account", "user_favorite_color_and_cheese"} <= set(EXAMPLES)
+
+
+def test_positional_sql_and_yaml_paths_are_read_as_files():
+    from job.cli import parse_args
+
+    opts = parse_args(["examples/user_count_by_account/pipeline.sql", "SET 'a' = 'b'", "p.yaml", "--once"])
+    assert opts.files == ["examples/user_count_by_account/pipeline.sql"]
+    assert opts.pipeline == "p.yaml"
+    assert opts.statements == ["SET 'a' = 'b'"]
