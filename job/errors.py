@@ -92,16 +92,25 @@ class PipelineError(Exception):
             parts.append(f"{self.origin}:")
         if self.statement:
             parts.append(f'in statement "{preview(self.statement)}":')
-        parts.append(self.message)
+        parts.append(clip_long_words(self.message))
         text = " ".join(parts)
         if self.option and f"'{self.option}'" not in text:
-            text += f" (option '{self.option}')"
+            text += f" (option '{clip_long_words(self.option)}')"
         if self.hint:
-            text += f" Hint: {self.hint}"
+            text += f" Hint: {clip_long_words(self.hint)}"
         return text
 
     def __str__(self) -> str:
         return self.render()
+
+
+def clip_long_words(text: str, limit: int = 400) -> str:
+    """``text`` with every run of more than ``limit`` non-blank characters cut short: a
+    100,000-character identifier or value echoed whole would bury the message."""
+    import re
+
+    return re.sub(r"\S{%d,}" % (limit + 1),
+                  lambda m: f"{m.group(0)[:limit]}…({len(m.group(0)):,} characters)", text)
 
 
 def preview(text: str, limit: int = 80) -> str:

@@ -172,8 +172,9 @@ class _PipelineSpec:
         self.base_dir = os.path.dirname(path)
         # compose (not safe_load) keeps each node's start mark, for origins; values are
         # built from nodes with the same SafeLoader, so no unsafe tags are accepted.
-        self._loader = yaml.SafeLoader(text)
         try:
+            # Inside the try: the reader rejects control characters (a NUL) at once.
+            self._loader = yaml.SafeLoader(text)
             root = self._loader.get_single_node()
             if root is not None:
                 # Build every value once now, so that a bad tag or value fails here with

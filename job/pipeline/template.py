@@ -18,6 +18,7 @@ Literal ``{{``, ``{%`` or ``{#`` in SQL must be wrapped in ``{% raw %}…{% endr
 """
 from __future__ import annotations
 
+import math
 import os
 import re
 import traceback
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Optional
 
 import jinja2
+from jinja2.sandbox import SandboxedEnvironment, SecurityError
 
 from job.errors import Origin, PipelineError
 
@@ -61,7 +63,7 @@ class Renderer:
         self.secrets: set[str] = set()
         # No autoescape: this is SQL, not HTML. StrictUndefined: a typo must fail the
         # run rather than render as an empty string inside a query.
-        self._jinja = jinja2.Environment(
+        self._jinja = _BoundedEnvironment(
             undefined=jinja2.StrictUndefined,
             keep_trailing_newline=True,
             autoescape=False,
@@ -95,7 +97,7 @@ class Renderer:
         context["env"] = self._env
         context["secret_file"] = self._secret_file_reader(base_dir)
         try:
-            return template.render(context)
+            return _bounded_join(template.generate(context))
         except PipelineError as exc:
             line = _template_line(exc)
             raise exc.located(_place(origin, line, 1, indent) if line else origin)
@@ -148,6 +150,43 @@ class Renderer:
     def _remember(self, value: str) -> None:
         if value:  # masking "" would mask nothing but confuse a masker
             self.secrets.add(value)
+
+
+# Largest string, list or number a template expression may build: a pipeline's text is
+# kilobytes, and `{{ 'x' * 10**12 }}` or `range(10**9)` would otherwise exhaust memory.
+MAX_VALUE_SIZE = 10_000_000
+
+
+class _BoundedEnvironment(SandboxedEnvironment):
+    """Jinja's sandbox (no ``__class__``-style attribute walks, ``range()`` capped at
+    100,000 items) with ``*`` and ``**`` checked too, so that a template can only fail,
+    never hang or eat the machine's memory."""
+
+    intercepted_binops = frozenset({"*", "**"})
+
+    def call_binop(self, context, operator, left, right):
+        if operator == "**" and isinstance(left, (int, float)) and isinstance(right, (int, float)):
+            if abs(left) > 1 and right * math.log2(abs(left)) > 256:
+                raise SecurityError(f"{left} ** {right} is too large for a template")
+        if operator == "*":
+            sized = [x for x in (left, right) if isinstance(x, (str, bytes, list, tuple))]
+            counts = [x for x in (left, right) if isinstance(x, int) and not isinstance(x, bool)]
+            if sized and counts and len(sized[0]) * counts[0] > MAX_VALUE_SIZE:
+                raise SecurityError("a template expression repeats a value to more than "
+                                    f"{MAX_VALUE_SIZE:,} items")
+        return super().call_binop(context, operator, left, right)
+
+
+def _bounded_join(chunks) -> str:
+    """The rendered text, or a SecurityError once it grows past MAX_VALUE_SIZE (a loop
+    that renders gigabytes fails early instead of exhausting memory)."""
+    out, size = [], 0
+    for chunk in chunks:
+        size += len(chunk)
+        if size > MAX_VALUE_SIZE:
+            raise SecurityError(f"the rendered text exceeds {MAX_VALUE_SIZE:,} characters")
+        out.append(chunk)
+    return "".join(out)
 
 
 def render(text: str, variables: Mapping[str, object], *, source: str) -> str:
