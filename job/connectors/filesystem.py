@@ -38,6 +38,12 @@ OPTIONS = (
            description="Format of the files: json, csv, raw, parquet or debezium-json (source only)."),
     Option("source.max-files-per-trigger", "int",
            description="Upper bound of new files read per micro-batch (Spark's maxFilesPerTrigger)."),
+    Option("metastore.table",
+           description="Sink, format 'parquet': also register the directory as this external table "
+                       "('db.name') of Spark's metastore, its partitions added after each micro-batch and "
+                       "new nullable columns added on restart; query it with spark-sql or the Thrift server."),
+    Option("metastore.create-database", "bool", default=True,
+           description="Create the database of 'metastore.table' if it does not exist."),
 )
 
 # Flink's file metadata keys → fields of Spark's hidden _metadata column.
@@ -110,6 +116,8 @@ def check(table, options, role):
         if _is_complex(col.spark_type) or col.spark_type.lower() == "binary":
             _fail(table, f"PARTITIONED BY column '{name}' of table '{table.name}' has type {col.flink_type}, "
                          "which cannot be a directory name", hint="partition by a column of a simple type")
+    if options.get("metastore.table") is not None:
+        _check_metastore(table, options, role, fmt)
     data = data_columns(table)
     if not data:
         _fail(table, f"every column of table '{table.name}' is a PARTITIONED BY column; the files would be empty",
@@ -137,6 +145,16 @@ def check(table, options, role):
         if role == "sink" and not col.virtual:
             _fail(table, f"metadata column '{col.name}' of table '{table.name}' cannot be written: "
                          "file metadata is read-only", hint="declare it METADATA VIRTUAL")
+
+
+def _check_metastore(table, options, role, fmt):
+    from job.connectors.metastore import table_name
+
+    table_name(table, options)  # a well-formed name
+    if fmt.name != "parquet":
+        _fail(table, f"'metastore.table' needs 'format' = 'parquet' (table '{table.name}' writes '{fmt.name}'): "
+                     "the lake table is registered as Parquet", option="metastore.table",
+              hint="set 'format' = 'parquet', or drop 'metastore.table'")
 
 
 # --------------------------------------------------------------------------- source
@@ -320,6 +338,14 @@ class FileSystemSink(Sink):
          .partitionBy(*partition_columns(self.ctx.table)).save(self.ctx.options["path"]))
 
 
+def create_sink(ctx) -> Sink:
+    if ctx.options.get("metastore.table"):
+        from job.connectors.metastore import LakeSink
+
+        return LakeSink(ctx)
+    return FileSystemSink(ctx)
+
+
 CONNECTOR = Connector(
     identifier="filesystem",
     description="Reads a directory of files as a stream of new files; writes append-only, exactly-once files.",
@@ -328,6 +354,6 @@ CONNECTOR = Connector(
     sink_modes=(APPEND,),
     format_options=("format",),
     create_source=create_source,
-    create_sink=FileSystemSink,
+    create_sink=create_sink,
     check=check,
 )

@@ -286,9 +286,10 @@ def _run(options: RunOptions, out, err, masker: Masker) -> int:
         check_endpoints(program)
 
     from job.run.queries import explain_lines, plan_queries
-    from job.run.session import build_session
+    from job.run.session import build_session, catalog_conf
 
-    spark = build_session(program.name, session_conf(program.conf, options.verbose), verbose=options.verbose,
+    conf = {**program.conf, **catalog_conf(program, options.dry_run)}
+    spark = build_session(program.name, session_conf(conf, options.verbose), verbose=options.verbose,
                           master=options.master)
     quiet_jvm_logs(spark, options.verbose)
     plans = plan_queries(spark, program, once=options.once, checkpoint_dir=checkpoint_dir, offline=options.dry_run)
@@ -298,6 +299,9 @@ def _run(options: RunOptions, out, err, masker: Masker) -> int:
         out.flush()
         if options.dry_run:
             return EXIT_OK
+    from job.connectors.metastore import start_thrift_server
+
+    start_thrift_server(spark, program.conf, err)
     return execute(spark, program, plans, options, err)
 
 

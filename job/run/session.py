@@ -55,6 +55,17 @@ def quiet_python_loggers(verbose: bool) -> None:
         logging.getLogger(name).setLevel(level)
 
 
+def catalog_conf(program, offline: bool = False) -> dict[str, str]:
+    """Hive support (Spark's metastore) only for a pipeline that needs it: one writing a
+    lake table ('metastore.table') or serving the Thrift server. A --dry-run contacts no
+    metastore, so it plans without."""
+    from job.connectors import metastore
+
+    if offline or not metastore.uses_metastore(program.catalog.tables.values(), program.conf):
+        return {}
+    return metastore.session_conf(program.conf)
+
+
 def build_session(app_name: str, conf: Mapping[str, str], *, verbose: bool = False, master: str | None = None):
     """Get or create the session; ``conf`` (YAML conf + SET statements) wins over defaults."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -83,4 +94,7 @@ def build_session(app_name: str, conf: Mapping[str, str], *, verbose: bool = Fal
         except Exception:  # static confs of an already running session cannot change
             pass
     spark.sparkContext.setLogLevel("INFO" if verbose else "ERROR")
+    from job.connectors.metastore import prepare_session
+
+    prepare_session(spark, conf)
     return spark
