@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
 
+from job.errors import PipelineError
+
 if TYPE_CHECKING:  # Spark objects only appear at run time, never at parse time.
     from pyspark.sql import DataFrame, SparkSession
 
@@ -90,6 +92,17 @@ class SinkContext:
     options: Mapping[str, Any]
     checkpoint: str                   # this query's checkpoint directory
     offline: bool = False             # --dry-run: contact no external system
+
+
+class SinkError(PipelineError):
+    """A micro-batch write failed and the sink has said why, in one paragraph.
+
+    Raised inside ``foreachBatch``, it reaches the runner only as the text of Spark's
+    StreamingQueryException (a Python traceback); its ``str`` carries the exit code so
+    that ``job.run.queries.query_failure`` can tell it as it was raised."""
+
+    def __str__(self) -> str:
+        return f"[exit {self.exit_code}] {self.render()}"
 
 
 class Sink:

@@ -47,7 +47,7 @@ import re
 import uuid
 from typing import Any, Optional
 
-from job.connectors.base import APPEND, UPSERT, Connector, Option, Sink, SourceStream
+from job.connectors.base import APPEND, UPSERT, Connector, Option, Sink, SinkError, SourceStream
 from job.connectors.jdbc_dialects import Dialect, can_hold, dialect_for
 from job.errors import EXIT_INVALID, EXIT_OTHER, EXIT_UNREACHABLE, PipelineError
 
@@ -465,6 +465,15 @@ class JdbcSink(Sink):
         self._write(batch, batch_id, append=not self.pk)
 
     def _write(self, batch, batch_id: int, *, append: bool) -> None:
+        try:
+            self._write_batch(batch, batch_id, append=append)
+        except SinkError:
+            raise
+        except PipelineError as err:  # reconnecting failed: tell it through the runner as is
+            raise SinkError(f"micro-batch {batch_id}: {err.message}", origin=err.origin, statement=err.statement,
+                            option=err.option, hint=err.hint, exit_code=err.exit_code) from None
+
+    def _write_batch(self, batch, batch_id: int, *, append: bool) -> None:
         from pyspark.sql import functions as F
 
         db, q = self.db, self.dialect.quote
@@ -517,13 +526,13 @@ class JdbcSink(Sink):
         last = rows[0][0] if rows else None
         return last is not None and int(last) >= batch_id
 
-    def write_error(self, exc, batch_id: int) -> PipelineError:
+    def write_error(self, exc, batch_id: int) -> SinkError:
         state, message = sql_error(exc)
         if _states(state, _UNREACHABLE_STATES) or "Connection refused" in message or "I/O error" in message:
             err = self.db.connect_error(exc)
-            err.message = f"micro-batch {batch_id}: " + err.message
-            return err
-        return PipelineError(
+            return SinkError(f"micro-batch {batch_id}: {err.message}", origin=err.origin, statement=err.statement,
+                             option=err.option, hint=err.hint, exit_code=err.exit_code)
+        return SinkError(
             f"micro-batch {batch_id} could not be written to table '{self.target}' (table '{self.table.name}'), "
             f"nothing of it was committed: {message}",
             origin=self.table.option_origins.get("table-name"), statement=self.table.source.text if self.table.source else None,

@@ -30,6 +30,7 @@ from job.run.sources import BAD_RECORD_MARKER, OpenedSources, open_source
 
 DEFAULT_BUCKETS = 64
 BUCKETS_KEY = "streamsql.state.buckets"
+SINK_ERROR = re.compile(r"SinkError: \[exit (\d+)\] ([^\n]*)")
 TRIGGER_KEYS = ("execution.checkpointing.interval", "streamsql.trigger.interval")
 
 
@@ -205,6 +206,9 @@ def query_failure(query) -> PipelineError:
         inner = evaluated[0]
         return PipelineError(f"query '{query.name}' stopped at a bad record: {inner}", exit_code=EXIT_BAD_RECORD,
                              hint="set 'on-error' = 'skip' or 'dead-letter' on the table to keep going past bad records")
+    told = SINK_ERROR.search(text)
+    if told:  # a sink's own one-paragraph account of a failed write (connectors.base.SinkError)
+        return PipelineError(told.group(2).strip(), exit_code=int(told.group(1)))
     if any(s in text for s in ("TimeoutException", "Connection refused", "UnknownHostException", "Timed out waiting",
                                "PSQLException: Connection", "Failed to construct kafka")):
         err = spark_error(exc, f"query '{query.name}'", origin=None)
