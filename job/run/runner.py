@@ -293,6 +293,10 @@ def _run(options: RunOptions, out, err, masker: Masker) -> int:
                           master=options.master)
     quiet_jvm_logs(spark, options.verbose)
     plans = plan_queries(spark, program, once=options.once, checkpoint_dir=checkpoint_dir, offline=options.dry_run)
+    from job.run.compat import check_checkpoints
+
+    # A checkpoint written by an incompatible version of a query: refuse before running.
+    check_checkpoints(program, plans, write=not options.dry_run)
     if options.dry_run or options.explain:
         for line in explain_lines(program, plans, checkpoint_dir):
             print(line, file=out)

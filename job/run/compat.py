@@ -1,0 +1,195 @@
+"""Is a checkpoint still valid for the query that is about to use it?
+
+Spark restarts a streaming query from whatever checkpoint it is given. When the query's
+SQL changed in the meantime, Spark's own checks catch only some incompatibilities (a
+state schema that no longer fits) and miss others: an aggregation whose filter changed
+keeps the counts of rows the new filter would drop, a join reading another topic at the
+same source position continues from the old topic's offsets. The results are then
+silently wrong.
+
+So each query's checkpoint directory gets a small fingerprint file on first start,
+``streamsql-plan.json``: the sources it reads (in Spark's order, which is how its offset
+log is keyed) and, for a stateful query, the shape of its state: the normalised SQL (with
+the views it reads), the columns of its tables, the engine's operator chain and the
+number of state buckets. On restart:
+
+* same fingerprint: fine;
+* a stateless query (no aggregation, join, DISTINCT or window) whose projection or
+  filter changed: fine — it has no state, new rows simply follow the new SQL; the
+  fingerprint is updated;
+* a changed stateful shape, or changed sources: a :class:`PipelineError` (exit 2) that
+  says so and how to start fresh, before anything runs.
+
+Only local checkpoint paths are checked (``file:`` or no scheme); others are left to Spark.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Optional
+
+from job.errors import PipelineError
+
+FINGERPRINT_FILE = "streamsql-plan.json"
+VERSION = 1
+
+
+def normalized_sql(sql: str) -> str:
+    """The query as sqlglot prints it back (case, spacing and comments do not matter)."""
+    from job.sql.dialect import parse_structure
+
+    try:
+        return parse_structure(sql).sql()
+    except Exception:  # noqa: BLE001 - unparseable here but accepted by Spark: keep the text
+        return " ".join(sql.split())
+
+
+def is_stateful_sql(sql: str) -> bool:
+    """True if the SQL aggregates, joins, deduplicates or uses windows: state survives batches."""
+    import sqlglot
+    from sqlglot import exp
+
+    from job.sql.dialect import parse_structure
+
+    try:
+        tree = parse_structure(sql)
+    except sqlglot.errors.ParseError:
+        return True  # unknown: the safe side
+    kinds = (exp.Group, exp.AggFunc, exp.Join, exp.Distinct, exp.Window)
+    return any(True for _ in tree.find_all(*kinds))
+
+
+def referenced_views(program, sql: str, seen: Optional[set] = None) -> dict[str, str]:
+    """The views a query reads (through other views), name → normalised SQL."""
+    from sqlglot import exp
+
+    from job.catalog import short_name
+    from job.sql.dialect import parse_structure
+
+    seen = set() if seen is None else seen
+    out: dict[str, str] = {}
+    try:
+        tree = parse_structure(sql)
+    except Exception:  # noqa: BLE001
+        return out
+    for node in tree.find_all(exp.Table):
+        name = short_name(node.name).lower()
+        view = program.catalog.view(name)
+        if view is None or name in seen:
+            continue
+        seen.add(name)
+        out[name] = normalized_sql(view.query)
+        out.update(referenced_views(program, view.query, seen))
+    return out
+
+
+def source_identity(table) -> dict:
+    """What a source's offsets refer to: the connector and its topic(s) or path."""
+    options = {k.lower(): v for k, v in table.options.items()}
+    keys = ("connector", "topic", "topic-pattern", "path", "format", "value.format")
+    return {k: options[k] for k in keys if k in options}
+
+
+def fingerprint(program, plan) -> dict:
+    from job.catalog import short_name
+
+    insert = program.inserts[plan.insert_index]
+    reads = sorted(program.reads.get(plan.insert_index, set()))
+    tables = [program.catalog.table(n) for n in reads]
+    views = referenced_views(program, insert.query)
+    stateful = plan.engine == "changelog" or any(is_stateful_sql(q) for q in [insert.query, *views.values()])
+    out = {
+        "version": VERSION,
+        "query": plan.name,
+        "sink": short_name(plan.sink_table),
+        "sources": {short_name(t.name): source_identity(t) for t in tables if t is not None},
+        "stateful": stateful,
+    }
+    if stateful:
+        out["state"] = {
+            "engine": plan.engine,
+            "sql": normalized_sql(insert.query),
+            "views": views,
+            "columns": {short_name(t.name): [f"{c.name} {c.spark_type}" for c in t.columns]
+                        for t in tables if t is not None},
+            "operators": list(plan.steps),
+            "buckets": program.conf.get("streamsql.state.buckets", "64"),
+        }
+    return out
+
+
+def local_dir(checkpoint: str) -> Optional[Path]:
+    if "://" in checkpoint and not checkpoint.startswith("file:"):
+        return None
+    return Path(checkpoint[len("file:"):] if checkpoint.startswith("file:") else checkpoint)
+
+
+def has_progress(directory: Path) -> bool:
+    """True once Spark wrote an offset log entry: the checkpoint holds a position (and state)."""
+    offsets = directory / "offsets"
+    return offsets.is_dir() and any(p.name.isdigit() for p in offsets.iterdir())
+
+
+def differences(old: dict, new: dict) -> list[str]:
+    """What changed, in words, in the parts that make a checkpoint unusable."""
+    out = []
+    if old.get("sources") != new.get("sources"):
+        out.append(f"the sources changed (was {describe_sources(old)}, now {describe_sources(new)})")
+    if old.get("stateful") or new.get("stateful"):
+        before, after = old.get("state") or {}, new.get("state") or {}
+        labels = {"engine": "the engine", "sql": "the query's SQL", "views": "a view it reads",
+                  "columns": "the columns of a table it reads", "operators": "the stateful operators",
+                  "buckets": "'streamsql.state.buckets'"}
+        changed = [label for key, label in labels.items() if before.get(key) != after.get(key)]
+        if changed:
+            out.append("the stateful query changed: " + ", ".join(changed))
+    return out
+
+
+def describe_sources(fp: dict) -> str:
+    items = []
+    for name, ident in sorted((fp.get("sources") or {}).items()):
+        where = ident.get("topic") or ident.get("topic-pattern") or ident.get("path") or ""
+        items.append(f"{name} ({ident.get('connector')}{': ' + where if where else ''})")
+    return ", ".join(items) or "none"
+
+
+def check_checkpoints(program, plans, *, write: bool = True) -> None:
+    """Compare each query's fingerprint with the one in its checkpoint (see the module
+    docstring); with ``write``, record the new one (``--dry-run`` only checks)."""
+    for plan in plans:
+        directory = local_dir(plan.checkpoint)
+        if directory is None:
+            continue
+        new = fingerprint(program, plan)
+        path = directory / FINGERPRINT_FILE
+        old = None
+        if path.is_file():
+            try:
+                old = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                old = None  # unreadable (a crash while writing it): rewritten below
+        if old is not None and has_progress(directory):
+            changed = differences(old, new)
+            if changed:
+                insert = program.inserts[plan.insert_index]
+                raise PipelineError(
+                    f"the checkpoint {directory} of query '{plan.name}' (INSERT INTO {plan.sink_table}) was written "
+                    f"by an incompatible version of this query: {'; '.join(changed)}. Restarting on it would give "
+                    "wrong results, so the pipeline does not start",
+                    origin=insert.source.origin if insert.source else None,
+                    statement=insert.source.text if insert.source else None,
+                    hint=f"to start this query fresh, delete {directory} (or run with a new --checkpoint-dir for "
+                         "the whole pipeline); it then reads its sources again from 'scan.startup.mode', and its "
+                         "sink receives the results again. To keep the old results, undo the change.")
+        if write and old != new:
+            write_fingerprint(path, new)
+
+
+def write_fingerprint(path: Path, fp: dict) -> None:
+    """Atomically: a crash while writing leaves the old file or the new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(fp, indent=1, sort_keys=True), encoding="utf-8")
+    os.replace(tmp, path)
