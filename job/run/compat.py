@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Optional
 
@@ -155,13 +156,44 @@ def describe_sources(fp: dict) -> str:
     return ", ".join(items) or "none"
 
 
+# What Spark's atomic writes leave behind when the process dies before their rename:
+# '.0.<uuid>.tmp' and its checksum '..0.<uuid>.tmp.crc'.
+INTERRUPTED_WRITE = re.compile(r"^\.\.?\d+\.[0-9a-fA-F-]{36}\.tmp(\.crc)?$")
+
+
+def remove_interrupted_writes(directory: Path) -> list[Path]:
+    """Delete the temp files of offset/commit log writes a crash interrupted.
+
+    They are never part of a checkpoint (the entry only exists once renamed into place,
+    and Spark rewrites it on restart), but Spark's check that a query's first start finds
+    an empty ``offsets/`` counts them: a job SIGKILLed while writing its very first offset
+    entry would otherwise fail on every restart with STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY.
+    """
+    removed = []
+    for log in ("offsets", "commits"):
+        folder = directory / log
+        if not folder.is_dir():
+            continue
+        for path in folder.iterdir():
+            if INTERRUPTED_WRITE.match(path.name):
+                path.unlink(missing_ok=True)
+                removed.append(path)
+    return removed
+
+
 def check_checkpoints(program, plans, *, write: bool = True) -> None:
     """Compare each query's fingerprint with the one in its checkpoint (see the module
-    docstring); with ``write``, record the new one (``--dry-run`` only checks)."""
+    docstring); with ``write``, record the new one and clear what interrupted writes
+    left behind (``--dry-run`` only checks)."""
     for plan in plans:
         directory = local_dir(plan.checkpoint)
         if directory is None:
             continue
+        if write:
+            for checkpoint in [plan.checkpoint] + [cp for _name, _writer, cp in plan.dead_letters]:
+                folder = local_dir(checkpoint)
+                if folder is not None:
+                    remove_interrupted_writes(folder)
         new = fingerprint(program, plan)
         path = directory / FINGERPRINT_FILE
         old = None
