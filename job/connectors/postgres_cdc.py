@@ -67,7 +67,7 @@ OPTIONS = (
                        "after the query's first start."),
     Option("scan.max-changes-per-trigger", "int",
            description="Upper bound of changes per micro-batch (whole transactions; at least one)."),
-    Option("connect.timeout", "duration", default=10000, description="How long to wait for a connection."),
+    Option("connect.timeout", "duration", description="How long to wait for a connection (default 10 s)."),
 )
 
 METADATA_KEYS = ("database_name", "schema_name", "table_name")
@@ -170,7 +170,7 @@ def suggested_type(pg_type: str, pg_formatted: str) -> str:
 def connection_info(options: Mapping[str, Any]) -> dict:
     return {"host": options["hostname"], "port": int(options["port"]), "dbname": options["database-name"],
             "user": options["username"], "password": options.get("password") or "",
-            "connect_timeout": max(2, int(options.get("connect.timeout", 10000)) // 1000)}
+            "connect_timeout": max(2, int(options.get("connect.timeout") or 10000) // 1000)}
 
 
 def connect_error(table, options, exc: Exception) -> PipelineError:
