@@ -271,13 +271,20 @@ class Database:
     def columns(self, name: str) -> Optional[dict[str, dict]]:
         """The table's columns by lower-cased name (None if there is no such table):
         name as stored, data_type (java.sql.Types), type_name, size, digits, nullable."""
-        meta = self.connect().getMetaData()
+        conn = self.connect()
+        meta = conn.getMetaData()
         schema, table = split_name(name)
-        for s in _candidates(schema):
+        catalog = conn.getCatalog()
+        # An unqualified name is the one the server resolves: in the session's schema
+        # (search_path's first in PostgreSQL), not any schema's table of that name.
+        schemas = _candidates(schema) if schema is not None else [_current_schema(conn)]
+        for s in schemas:
             for t in _candidates(table):
-                rs = meta.getColumns(None, s, t, None)
+                rs = meta.getColumns(catalog, s, t, None)
                 found = {}
                 while rs.next():
+                    if rs.getString("TABLE_NAME") != t:  # '_' is a wildcard in metadata patterns
+                        continue
                     found[rs.getString("COLUMN_NAME").lower()] = {
                         "name": rs.getString("COLUMN_NAME"), "data_type": rs.getInt("DATA_TYPE"),
                         "type_name": rs.getString("TYPE_NAME"), "size": rs.getInt("COLUMN_SIZE"),
@@ -293,17 +300,25 @@ class Database:
         """Column sets (lower-cased) of the primary key and unique indexes."""
         meta = self.connect().getMetaData()
         keys: dict[str, set[str]] = {}
-        rs = meta.getPrimaryKeys(None, schema, table)
+        catalog = self.connect().getCatalog()
+        rs = meta.getPrimaryKeys(catalog, schema, table)
         while rs.next():
             keys.setdefault("PRIMARY", set()).add(rs.getString("COLUMN_NAME").lower())
         rs.close()
-        rs = meta.getIndexInfo(None, schema, table, True, False)
+        rs = meta.getIndexInfo(catalog, schema, table, True, False)
         while rs.next():
             column = rs.getString("COLUMN_NAME")
             if column is not None:
                 keys.setdefault("i:" + str(rs.getString("INDEX_NAME")), set()).add(column.lower())
         rs.close()
         return list(keys.values())
+
+
+def _current_schema(conn) -> Optional[str]:
+    try:
+        return conn.getSchema()
+    except Exception:  # noqa: BLE001 - a driver without JDBC 4.1's getSchema: any schema
+        return None
 
 
 def qualified(name: str, sibling: str) -> str:

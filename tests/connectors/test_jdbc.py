@@ -26,7 +26,15 @@ def pg(postgres):
     name = "t_" + uuid.uuid4().hex[:10]
     yield postgres, conn, name
     conn.execute(f'DROP TABLE IF EXISTS {name}')
+    drop_staging_tables(conn)
     conn.close()
+
+
+def drop_staging_tables(conn):
+    """Each sink leaves an (empty) staging table per checkpoint; tests make many."""
+    for (t,) in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
+                             "AND tablename LIKE 'streamsql\\_stage\\_%'").fetchall():
+        conn.execute(f"DROP TABLE IF EXISTS {t}")
 
 
 def ddl(text: str):
@@ -269,3 +277,24 @@ def test_source_errors(spark, pg, tmp_path):
     assert "no column 'other'" in err.message
     err = raises(lambda: source(spark, table_sql(name, "id INT", {**facts, "password": "nope"}), tmp_path / "ck"))
     assert err.exit_code == EXIT_UNREACHABLE and err.option == "username"
+
+
+def test_schema_qualified_and_unqualified_names(spark, pg, tmp_path):
+    facts, conn, name = pg
+    schema = "s_" + name
+    conn.execute(f"CREATE SCHEMA {schema}")
+    try:
+        # the same name in another schema, with other columns, must not be mistaken for it
+        conn.execute(f"CREATE TABLE {schema}.{name} (other INT)")
+        conn.execute(f"CREATE TABLE {name} (id INT, v TEXT)")
+        make_sink(spark, table_sql(name, "id INT, v STRING", facts), tmp_path / "ck1").write_append(
+            spark.createDataFrame([(1, "public")], "id int, v string"), 0)
+        assert rows(conn, f"SELECT id, v FROM {name}") == [(1, "public")]
+        # a qualified name: the table, its staging table and the commit log live in that schema
+        t = table_sql(f"{schema}.{name}", "other INT", facts)
+        make_sink(spark, t, tmp_path / "ck2").write_append(spark.createDataFrame([(7,)], "other int"), 0)
+        assert rows(conn, f"SELECT other FROM {schema}.{name}") == [(7,)]
+        tables = {r[0] for r in conn.execute(f"SELECT tablename FROM pg_tables WHERE schemaname = '{schema}'")}
+        assert "streamsql_sink_commits" in tables and any(t.startswith("streamsql_stage_") for t in tables)
+    finally:
+        conn.execute(f"DROP SCHEMA {schema} CASCADE")

@@ -38,7 +38,15 @@ def db(postgres):
     yield postgres, conn, name
     for n in made:
         conn.execute(f"DROP TABLE IF EXISTS {n}")
+    drop_staging_tables(conn)
     conn.close()
+
+
+def drop_staging_tables(conn):
+    """Each sink leaves an (empty) staging table per checkpoint; tests make many."""
+    for (t,) in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
+                             "AND tablename LIKE 'streamsql\\_stage\\_%'").fetchall():
+        conn.execute(f"DROP TABLE IF EXISTS {t}")
 
 
 def jdbc_with(pg, table, **extra) -> str:
