@@ -23,6 +23,11 @@ Writing is append-only, through Spark's streaming file sink: exactly-once, becau
 files of each micro-batch are committed to the ``_spark_metadata`` log together with the
 query's checkpoint. Readers other than Spark should ignore files not in that log (or read
 only after the query stopped cleanly).
+
+With ``'metastore.table'`` (parquet only) the directory is also a table of Spark's
+metastore, and the sink publishes each micro-batch itself, idempotently, instead of
+through ``_spark_metadata``, which metastore readers never consult: see
+:mod:`job.connectors.metastore`.
 """
 from __future__ import annotations
 

@@ -205,7 +205,7 @@ def ensure_table(spark, table, options: Mapping[str, Any]) -> list[str]:
         _fail(table, f"{where} is a {'view' if meta['type'] == 'VIEW' else meta['provider'] + ' table'}; "
                      "this sink writes Parquet files into an external parquet table", option=TABLE_OPTION,
               hint="name another table, or drop that one")
-    if meta["location"].rstrip("/") != location.rstrip("/"):
+    if qualified(spark, meta["location"]).rstrip("/") != location.rstrip("/"):
         _fail(table, f"{where} lives at '{meta['location']}', not at 'path' = '{options['path']}'", option="path",
               hint="point 'path' at the table's location, or name another table")
     if [p.lower() for p in meta["partitions"]] != [p.lower() for p in parts]:
@@ -262,7 +262,8 @@ def qualified(spark, path: str) -> str:
     jvm = spark._jvm
     p = jvm.org.apache.hadoop.fs.Path(path)
     fs = p.getFileSystem(spark._jsc.hadoopConfiguration())
-    return fs.makeQualified(p).toUri().toString()
+    # 'file:/x' and 'file:///x' name one directory: compare paths in one spelling.
+    return fs.makeQualified(p).toUri().normalize().toString().replace(":///", ":/", 1)
 
 
 # --------------------------------------------------------------------------- the sink

@@ -30,8 +30,12 @@ def lake_table(path, name, columns=(ID, NAME, DAY), partitioned_by=("day",), **e
     return CreateTable(name="lake_out", columns=tuple(columns), partitioned_by=tuple(partitioned_by), options=options)
 
 
-def unique_db() -> str:
-    return "lake_" + uuid.uuid4().hex[:8]
+def unique_db(spark=None, tmp_path=None) -> str:
+    """A fresh database; created under tmp_path (not in ./spark-warehouse) when given."""
+    db = "lake_" + uuid.uuid4().hex[:8]
+    if spark is not None:
+        spark.sql(f"CREATE DATABASE {db} LOCATION '{tmp_path / 'warehouse'}'")
+    return db
 
 
 def lake_sink(spark, table, checkpoint):
@@ -117,7 +121,7 @@ def test_only_pipelines_with_a_lake_table_get_hive():
 # --------------------------------------------------------------------------- writing
 
 def test_streaming_write_registers_table_and_partitions(spark, tmp_path):
-    db = unique_db()
+    db = unique_db(spark, tmp_path)
     src = tmp_path / "in"
     rows(spark, [(1, "a", "2024-01-01"), (2, "b", "2024-01-02"), (3, "c", None), (4, "d", "x:y/z")]) \
         .write.parquet(str(src))
@@ -140,7 +144,7 @@ def test_streaming_write_registers_table_and_partitions(spark, tmp_path):
 
 
 def test_replayed_batch_is_written_once(spark, tmp_path):
-    db = unique_db()
+    db = unique_db(spark, tmp_path)
     t = lake_table(tmp_path / "lake", f"{db}.t")
     sink = lake_sink(spark, t, with_query_id(tmp_path / "ck"))
     batch = rows(spark, [(1, "a", "d1"), (2, "b", "d2")])
@@ -152,7 +156,7 @@ def test_replayed_batch_is_written_once(spark, tmp_path):
 
 
 def test_crash_while_moving_files_rolls_forward_on_replay(spark, tmp_path, monkeypatch):
-    db = unique_db()
+    db = unique_db(spark, tmp_path)
     t = lake_table(tmp_path / "lake", f"{db}.t")
     sink = lake_sink(spark, t, with_query_id(tmp_path / "ck"))
     calls = {"n": 0}
@@ -177,7 +181,7 @@ def test_crash_while_moving_files_rolls_forward_on_replay(spark, tmp_path, monke
 
 
 def test_crash_before_registering_partitions_rolls_forward(spark, tmp_path, monkeypatch):
-    db = unique_db()
+    db = unique_db(spark, tmp_path)
     t = lake_table(tmp_path / "lake", f"{db}.t")
     sink = lake_sink(spark, t, with_query_id(tmp_path / "ck"))
     monkeypatch.setattr(metastore.LakeSink, "_register", lambda self, spark, parts: (_ for _ in ()).throw(
@@ -191,7 +195,7 @@ def test_crash_before_registering_partitions_rolls_forward(spark, tmp_path, monk
 
 
 def test_incomplete_staging_is_rewritten(spark, tmp_path):
-    db = unique_db()
+    db = unique_db(spark, tmp_path)
     t = lake_table(tmp_path / "lake", f"{db}.t")
     sink = lake_sink(spark, t, with_query_id(tmp_path / "ck"))
     staged = tmp_path / "lake" / "_streamsql" / sink.query_id(spark) / "batch-0" / "day=d1"
@@ -202,7 +206,7 @@ def test_incomplete_staging_is_rewritten(spark, tmp_path):
 
 
 def test_unpartitioned_table(spark, tmp_path):
-    db = unique_db()
+    db = unique_db(spark, tmp_path)
     t = lake_table(tmp_path / "lake", f"{db}.t", columns=(ID, NAME), partitioned_by=())
     sink = lake_sink(spark, t, with_query_id(tmp_path / "ck"))
     sink.write_append(spark.createDataFrame([(1, "a")], "id int, name string"), 0)
@@ -213,7 +217,7 @@ def test_unpartitioned_table(spark, tmp_path):
 # --------------------------------------------------------------------------- schema
 
 def test_new_nullable_column_is_added_and_old_rows_read_null(spark, tmp_path):
-    db = unique_db()
+    db = unique_db(spark, tmp_path)
     old = lake_table(tmp_path / "lake", f"{db}.t")
     lake_sink(spark, old, with_query_id(tmp_path / "ck")).write_append(rows(spark, [(1, "a", "d1")]), 0)
     score = Column("score", "double", "DOUBLE")
@@ -229,7 +233,7 @@ def test_new_nullable_column_is_added_and_old_rows_read_null(spark, tmp_path):
 
 
 def test_type_change_is_one_error_naming_table_and_column(spark, tmp_path):
-    db = unique_db()
+    db = unique_db(spark, tmp_path)
     lake_sink(spark, lake_table(tmp_path / "lake", f"{db}.t"), with_query_id(tmp_path / "ck")) \
         .write_append(rows(spark, [(1, "a", "d1")]), 0)
     changed = lake_table(tmp_path / "lake", f"{db}.t", columns=(ID, Column("name", "int", "INT"), DAY))
@@ -250,7 +254,7 @@ def test_type_change_is_one_error_naming_table_and_column(spark, tmp_path):
     (dict(path_suffix="elsewhere"), "not at 'path'", "path"),
 ])
 def test_other_conflicts_with_the_existing_table(spark, tmp_path, change, message, option):
-    db = unique_db()
+    db = unique_db(spark, tmp_path)
     metastore.ensure_table(spark, lake_table(tmp_path / "lake", f"{db}.t"), {
         "metastore.table": f"{db}.t", "path": str(tmp_path / "lake")})
     path = tmp_path / change.pop("path_suffix", "lake")
