@@ -242,7 +242,10 @@ def unexpected_message(exc: BaseException, masker: Optional[Masker] = None) -> s
         causes = causes[:2] + ["…"] + causes[-2:]
     if causes:
         return "; caused by: ".join(causes)
-    text = mask(str(exc))
+    try:
+        text = mask(str(exc))
+    except Exception:  # noqa: BLE001 - a py4j error whose JVM is gone cannot even describe itself
+        text = "the Spark driver JVM is gone"
     return f"{type(exc).__name__}: {shorten(first_line(text))}" if text else type(exc).__name__
 
 
@@ -278,6 +281,9 @@ def _run(options: RunOptions, out, err, masker: Masker) -> int:
     masker.add(loaded.secrets)
     program = build_program(loaded)
     masker.add(collect_secrets(program))
+    from job.run.availability import settings as availability_settings
+
+    availability_settings(program.conf)  # a bad 'streamsql.source.unavailable' fails before Spark starts
     checkpoint_dir = options.checkpoint_dir or program.checkpoint_dir or os.path.join(DEFAULT_CHECKPOINT_DIR, program.name)
 
     from job.run.sources import check_endpoints
@@ -323,6 +329,9 @@ def execute(spark, program, plans, options: RunOptions, err) -> int:
             names.append(f"{plan.name}-{dl_name}")
             sink_keys[f"{plan.name}-{dl_name}"] = checkpoint
     reporter = ProgressReporter.attach(spark, err, queries=set(names), sink_keys=sink_keys, exporters=exporters)
+    from job.run.availability import Watchdog
+
+    watchdog = Watchdog.start(program, err)  # 'streamsql.source.unavailable': wait for a broker, or exit 3
     stop = StopSignal(err, options.stop_event)
     stop.install()
     if under_spark_submit():
@@ -337,12 +346,13 @@ def execute(spark, program, plans, options: RunOptions, err) -> int:
             queries = start_queries(wave, program, once=options.once)
             started += queries
             started_names += [q.name for q in queries]
-            supervise(queries, stop, options.stop_timeout, sink_keys)
+            supervise(queries, stop, options.stop_timeout, sink_keys, watchdog=watchdog)
         status = "stopped" if stop.requested else "ok"
     finally:
         from job.run.metrics import STOP_GATE
 
         STOP_GATE.open(sink_keys.values())
+        watchdog.stop()
         for q in started:
             try:
                 if q.isActive:
@@ -358,12 +368,15 @@ def execute(spark, program, plans, options: RunOptions, err) -> int:
 
 
 def supervise(queries, stop: StopSignal, stop_timeout: float, sink_keys: Optional[dict] = None,
-              poll: float = 0.2) -> None:
+              poll: float = 0.2, watchdog=None) -> None:
     """Wait until every query ends; the first failure stops the rest and is raised; a stop
-    request stops them all at a batch boundary."""
+    request stops them all at a batch boundary; a broker down for longer than the
+    watchdog allows raises (exit 3; the caller stops the queries)."""
     from job.run.queries import query_failure
 
     while True:
+        if watchdog is not None:
+            watchdog.check()
         failed = next((q for q in queries if not q.isActive and q.exception() is not None), None)
         if failed is not None and not (stop.requested and is_interruption(failed.exception())):
             for q in queries:

@@ -84,6 +84,14 @@ JOIN_SQL = ("SELECT u.accountId, u.uid AS userUid, c.favoriteColor, ch.favoriteC
             "LEFT JOIN {colors} c ON u.uid = c.userUid LEFT JOIN {cheeses} ch ON u.uid = ch.userUid")
 
 
+# Failures of a start that are the machine's, not the job's: the loop restarts the job.
+TRANSIENT = ("Python worker failed to connect back",)
+
+
+class JobExited(AssertionError):
+    """The job ended without being killed."""
+
+
 @dataclass
 class Feeder:
     """Produces rounds of changes to the three upsert topics and new append events."""
@@ -194,7 +202,7 @@ class CrashLoop:
             if now - known:
                 return now - known
             if proc.poll() is not None:
-                raise AssertionError(f"the job exited by itself with {proc.returncode}:\n{self.tail()}")
+                raise JobExited(f"the job exited by itself with {proc.returncode}:\n{self.tail()}")
             if time.monotonic() > deadline:
                 raise AssertionError(f"no checkpoint progress within {timeout} s:\n{self.tail()}")
             time.sleep(poll)
@@ -203,6 +211,7 @@ class CrashLoop:
         mode = ("commit", "random", "commit", "startup")[number % 4] if number else "commit"
         started = time.monotonic()
         known = self.checkpoint_files()
+        log_size = self.log.stat().st_size if self.log.exists() else 0
         proc = self.start_job()
         try:
             if mode == "startup":
@@ -214,11 +223,20 @@ class CrashLoop:
                     mode = "commit " + ", ".join(sorted("/".join(Path(h).parts[-3:]) for h in hit))
                 else:
                     time.sleep(self.rng.uniform(0, 4))
+        except JobExited:
+            # On an overloaded machine Spark may fail to start a Python worker within its
+            # fixed 10 s; a supervisor restarts such a job like any other crash. Anything
+            # else ending the job is a failure of the test.
+            text = self.log.read_bytes()[log_size:].decode(errors="replace")
+            if not any(marker in text for marker in TRANSIENT):
+                raise
+            mode = "the job crashed by itself (" + next(m for m in TRANSIENT if m in text) + ")"
         finally:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=120)
-        record = {"kill": number + 1, "at": mode, "alive_s": round(time.monotonic() - started, 1)}
+        record = {"kill": number + 1, "at": mode, "alive_s": round(time.monotonic() - started, 1),
+                  "sigkill": not mode.startswith("the job crashed")}
         with open(self.log, "a") as out:
             out.write(f"\n=== crashloop: SIGKILL {record}\n")
         return record
@@ -231,8 +249,11 @@ class CrashLoop:
         feeder.round()                      # the topics exist before the first start
         thread = feeder.start()
         try:
-            for number in range(self.kills):
+            number = 0
+            while sum(1 for k in self.kill_log if k.get("sigkill")) < self.kills:
                 self.kill_log.append(self.kill_once(number))
+                number += 1
+                assert number <= 2 * self.kills, f"too many crashes by themselves: {self.kill_log}"
                 if feeder.error:
                     raise feeder.error[0]
         finally:
@@ -240,12 +261,20 @@ class CrashLoop:
             thread.join(timeout=120)
         if feeder.error:
             raise feeder.error[0]
-        with open(self.log, "ab") as out:
-            proc = subprocess.run(self.command(once=True), cwd=ROOT, env=self.env(), stdout=out,
-                                  stderr=subprocess.STDOUT, timeout=1800)
+        for attempt in range(3):   # the drain: --once over everything fed
+            log_size = self.log.stat().st_size
+            with open(self.log, "ab") as out:
+                proc = subprocess.run(self.command(once=True), cwd=ROOT, env=self.env(), stdout=out,
+                                      stderr=subprocess.STDOUT, timeout=1800)
+            text = self.log.read_bytes()[log_size:].decode(errors="replace")
+            if proc.returncode == 0 or not any(m in text for m in TRANSIENT):
+                break
+            self.kill_log.append({"kill": None, "at": "the final --once run crashed by itself, restarted",
+                                  "sigkill": False})
         assert proc.returncode == 0, f"the final --once run exited with {proc.returncode}:\n{self.tail()}"
         result = self.check()
-        result.update(kills=self.kills, rounds=feeder.rounds, seconds=round(time.monotonic() - t0, 1),
+        result.update(kills=sum(1 for k in self.kill_log if k.get("sigkill")),
+                      crashes_by_themselves=sum(1 for k in self.kill_log if not k.get("sigkill")), rounds=feeder.rounds, seconds=round(time.monotonic() - t0, 1),
                       kill_log=self.kill_log)
         return result
 

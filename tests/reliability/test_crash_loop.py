@@ -21,6 +21,6 @@ def test_sigkill_loop_loses_and_duplicates_nothing(spark, kafka_bootstrap, tmp_p
     kills = int(os.environ.get("STREAMSQL_CRASH_KILLS", "3"))
     seed = int(os.environ.get("STREAMSQL_CRASH_SEED", "7"))
     result = CrashLoop(spark, kafka_bootstrap, tmp_path, kills=kills, seed=seed).run()
-    assert len(result["kill_log"]) == kills
+    assert result["kills"] == kills
     assert any(k["at"].startswith("commit") for k in result["kill_log"])
     assert result["events"] > 0 and result["joined_rows"] > 0 and result["counts_rows"] > 0
