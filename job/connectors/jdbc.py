@@ -45,7 +45,7 @@ import hashlib
 import json
 import re
 import uuid
-from typing import Any, Optional
+from typing import Optional
 
 from job.connectors.base import APPEND, UPSERT, Connector, Option, Sink, SinkError, SourceStream
 from job.connectors.jdbc_dialects import Dialect, can_hold, dialect_for
@@ -125,18 +125,17 @@ def java_chain(exc) -> list:
 def sql_error(exc) -> tuple[Optional[str], str]:
     """(SQLSTATE, one-line message) of the database error inside ``exc``."""
     state, message = None, None
+    # Outermost first: each SQLException found overrides the one before (it is more
+    # specific), except a JDBC batch's wrapper, which quotes the whole statement.
     for t in java_chain(exc):
         try:
             s = t.getSQLState()
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - not an SQLException
             continue
         text = " ".join(str(t.getMessage() or "").split())
-        if text.startswith("Batch entry") and message:  # the batch wrapper quotes the whole row
+        if text.startswith("Batch entry") and message:
             continue
         state, message = s or state, text or message
-        if not text.startswith("Batch entry"):
-            # Keep walking: a later (more specific) SQLException overrides a wrapper.
-            continue
     if message is None:
         text = str(exc)
         m = re.search(r"(ERROR: [^\n]*|FATAL: [^\n]*|Connection to [^\n]* refused[^\n]*)", text)
@@ -657,8 +656,8 @@ def snapshot(ctx, schema) -> str:
     docstring); returns the source's base directory."""
     import tempfile
 
-    spark, table, options = ctx.spark, ctx.table, ctx.options
-    checkpoint = getattr(ctx, "checkpoint", None) or tempfile.mkdtemp(prefix="streamsql-jdbc-")
+    spark, table = ctx.spark, ctx.table
+    checkpoint = ctx.checkpoint or tempfile.mkdtemp(prefix="streamsql-jdbc-")
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", table.name)
     base = f"{checkpoint.rstrip('/')}/sources/jdbc-{safe}"
     done = _numbered_dirs(spark, base + "/changes")
