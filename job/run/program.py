@@ -10,7 +10,7 @@ import sqlglot
 from sqlglot import exp
 
 from job.catalog import Catalog, short_name
-from job.connectors.registry import validate_options
+from job.connectors.registry import parse_duration_ms, validate_options
 from job.sql.dialect import parse_structure
 from job.errors import PipelineError
 from job.pipeline.load import LoadedPipeline
@@ -92,9 +92,27 @@ def validate(program: Program) -> None:
         program.reads[i] = tables_read(catalog, insert.query)
         for name in program.reads[i]:
             roles.setdefault(name, set()).add("source")
+    trigger_interval_ms(program.conf)
     for key, table in catalog.tables.items():
         for role in sorted(roles.get(key, {None})):
             try:
                 validate_options(table, role)
             except PipelineError as err:
                 raise err.located(table.source.origin if table.source else None, table.source.text if table.source else None)
+
+
+# SET keys that give the micro-batch interval (Flink's checkpoint interval is its batch cadence).
+TRIGGER_KEYS = ("execution.checkpointing.interval", "streamsql.trigger.interval")
+
+
+def trigger_interval_ms(conf) -> int:
+    """The micro-batch interval SET by the pipeline (0: as fast as data comes)."""
+    for key in TRIGGER_KEYS:
+        value = conf.get(key)
+        if value:
+            ms = parse_duration_ms(str(value))
+            if ms is None:
+                raise PipelineError(f"SET '{key}' = '{value}' is not a duration", option=key,
+                                    hint="write it as Flink does: '10 s', '500 ms', '1 min'")
+            return ms
+    return 0

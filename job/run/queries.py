@@ -25,13 +25,12 @@ from job.sql.dialect import parse_structure
 from job.errors import EXIT_BAD_RECORD, EXIT_OTHER, EXIT_UNREACHABLE, PipelineError
 from job.run.metrics import instrument_sink
 from job.run.analyze import analyze_query, register_declared, register_view, spark_error
-from job.run.program import Program
+from job.run.program import Program, trigger_interval_ms
 from job.run.sources import BAD_RECORD_MARKER, OpenedSources, open_source
 
 DEFAULT_BUCKETS = 64
 BUCKETS_KEY = "streamsql.state.buckets"
 SINK_ERROR = re.compile(r"SinkError: \[exit (\d+)\] ([^\n]*)")
-TRIGGER_KEYS = ("execution.checkpointing.interval", "streamsql.trigger.interval")
 
 
 @dataclass
@@ -159,12 +158,14 @@ def dead_letter_writer(spark, program: Program, table_name: str, letters, checkp
 # ---------------------------------------------------------------------- running
 
 def trigger_args(program: Program, once: bool) -> dict:
+    """AvailableNow under --once; otherwise a micro-batch every interval given by SET, in
+    Flink's duration syntax ('10 s', '500 ms', '1 min'), which Spark's parser rejects."""
+    interval_ms = trigger_interval_ms(program.conf)
     if once:
         return {"availableNow": True}
-    for key in TRIGGER_KEYS:
-        if program.conf.get(key):
-            return {"processingTime": program.conf[key]}
-    return {"processingTime": "0 seconds"}
+    return {"processingTime": f"{interval_ms} milliseconds"}
+
+
 
 
 def start_queries(plans: list[QueryPlan], program: Program, *, once: bool):

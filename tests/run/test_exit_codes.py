@@ -92,3 +92,21 @@ def test_exit_4_for_a_string_where_int_is_declared_in_the_seed_example(spark, ka
     assert r.code == 4, r.err
     assert f"topic {users} partition 0 offset 1" in r.error_line
     assert '"id": "two"' in r.error_line
+
+
+def test_flink_durations_set_the_trigger_interval_and_bad_ones_are_named():
+    from job.run.program import trigger_interval_ms
+
+    def conf(value):
+        return {"execution.checkpointing.interval": value}
+
+    assert trigger_interval_ms(conf("1 s")) == 1000
+    assert trigger_interval_ms(conf("500ms")) == 500
+    assert trigger_interval_ms(conf("2 min")) == 120_000
+    assert trigger_interval_ms({}) == 0
+    result = run_inline(statements=["SET 'execution.checkpointing.interval' = 'soon'",
+                                    "CREATE TABLE s (a INT) WITH ('connector' = 'datagen', 'number-of-rows' = '1')",
+                                    "CREATE TABLE k (a INT) WITH ('connector' = 'blackhole')",
+                                    "INSERT INTO k SELECT a FROM s"], dry_run=True)
+    assert result.code == 2, result.err
+    assert "execution.checkpointing.interval" in result.err and "not a duration" in result.err
