@@ -94,7 +94,16 @@ def option_table(options: Sequence[Option], prefix: str = "") -> list[str]:
 
 
 def source_text(c: Connector, none: str = "—") -> str:
-    return _MODE_TEXT.get(c.source_mode, c.source_mode) if c.can_source else none
+    if not c.can_source:
+        return none
+    if c.mode_for is not None:  # the mode depends on the table: ask with and without a key
+        from types import SimpleNamespace
+
+        unkeyed, keyed = (c.mode_for(SimpleNamespace(primary_key=pk)) for pk in ((), ("k",)))
+        if unkeyed != keyed:
+            return (f"{_MODE_TEXT.get(unkeyed, unkeyed)}; "
+                    f"{_MODE_TEXT.get(keyed, keyed)} when declared")
+    return _MODE_TEXT.get(c.source_mode, c.source_mode)
 
 
 def sink_text(c: Connector, none: str = "—") -> str:
