@@ -53,9 +53,10 @@ def lake_files(tmp_path: Path) -> list[str]:
                   if not any(part.startswith(("_", ".")) for part in p.relative_to(tmp_path / "lake").parts))
 
 
-def spark_sql(tmp_path: Path, query: str) -> list[str]:
-    """``spark-sql -e`` against the job's metastore; the result lines (tab-separated)."""
-    ms = tmp_path / "ms"
+def spark_sql(tmp_path: Path, query: str, ms: Path | None = None) -> list[str]:
+    """``spark-sql -e`` against the job's metastore (in ``ms``, default tmp_path/ms); the
+    result lines (tab-separated)."""
+    ms = ms or tmp_path / "ms"
     proc = subprocess.run(
         [str(SPARK_BIN / "spark-sql"), "--master", "local[1]", "--conf", "spark.ui.enabled=false",
          "--conf", f"spark.hadoop.javax.jdo.option.ConnectionURL=jdbc:derby:;databaseName={ms}/metastore_db",
@@ -158,3 +159,69 @@ def test_thrift_server_queries_the_lake_while_the_job_writes(tmp_path):
     err = log.read_text()
     assert proc.returncode == 0, err[-3000:]
     assert f"Thrift JDBC server at jdbc:hive2://127.0.0.1:{port}" in err
+
+
+LAKE_YAML = """\
+name: orders_to_lake
+vars:
+  workdir: /tmp/unused
+checkpoint_dir: "{{ workdir }}/checkpoints"
+spark:
+  streamsql.metastore.dir: "{{ workdir }}/metastore"
+statements:
+  - |
+    CREATE TABLE orders (
+      orderId STRING,
+      uid STRING,
+      amount DECIMAL(10, 2),
+      orderTime TIMESTAMP(3),
+      orderDay AS CAST(CAST(orderTime AS DATE) AS STRING)
+    ) WITH (
+      'connector' = 'kafka',
+      'topic' = '{{ topic }}',
+      'properties.bootstrap.servers' = '{{ bootstrap }}',
+      'scan.startup.mode' = 'earliest-offset',
+      'format' = 'json'
+    )
+  - |
+    CREATE TABLE orders_lake (
+      orderId STRING,
+      uid STRING,
+      amount DECIMAL(10, 2),
+      orderTime TIMESTAMP(3),
+      orderDay STRING
+    ) PARTITIONED BY (orderDay) WITH (
+      'connector' = 'filesystem',
+      'path' = '{{ workdir }}/lake/orders',
+      'format' = 'parquet',
+      'metastore.table' = 'lake.orders'
+    )
+  - INSERT INTO orders_lake SELECT orderId, uid, amount, orderTime, orderDay FROM orders
+"""
+
+
+@pytest.mark.kafka
+def test_yaml_kafka_to_lake_once_as_the_multi_hop_example_does(spark, kafka_bootstrap, tmp_path):
+    """The lake hop of examples/multi_hop: Kafka JSON → a camelCase-partitioned lake table
+    with DECIMAL and TIMESTAMP columns, two --once runs, read back through the metastore."""
+    from tests.kafka_io import produce, topic_name
+
+    topic = topic_name("orders")
+    (tmp_path / "pipeline.yaml").write_text(LAKE_YAML)
+    variables = ["--var", f"workdir={tmp_path}", "--var", f"topic={topic}", "--var", f"bootstrap={kafka_bootstrap}"]
+
+    def order(n, day):
+        return str(n), {"orderId": f"o{n}", "uid": f"u{n % 2}", "amount": f"{n}.50", "orderTime": f"{day} 10:00:00"}
+
+    produce(spark, kafka_bootstrap, topic, [order(1, "2024-03-01"), order(2, "2024-03-02")])
+    first = run_cli("--pipeline", str(tmp_path / "pipeline.yaml"), "--once", *variables)
+    assert first.code == 0, first.err
+    produce(spark, kafka_bootstrap, topic, [order(3, "2024-03-02")])
+    second = run_cli("--pipeline", str(tmp_path / "pipeline.yaml"), "--once", *variables)
+    assert second.code == 0, second.err
+    assert "batch 1 " in second.err  # continued from its checkpoint
+
+    got = spark_sql(tmp_path, "SELECT orderId, amount, cast(orderTime AS STRING), orderDay FROM lake.orders "
+                              "ORDER BY orderId; SHOW PARTITIONS lake.orders", ms=tmp_path / "metastore")
+    assert got == ["o1\t1.50\t2024-03-01 10:00:00\t2024-03-01", "o2\t2.50\t2024-03-02 10:00:00\t2024-03-02",
+                   "o3\t3.50\t2024-03-02 10:00:00\t2024-03-02", "orderDay=2024-03-01", "orderDay=2024-03-02"]
