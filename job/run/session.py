@@ -82,7 +82,11 @@ def build_session(app_name: str, conf: Mapping[str, str], *, verbose: bool = Fal
         jars = project_jars()
         if jars:
             settings["spark.jars"] = ",".join(jars)
-        settings.setdefault("spark.master", master or os.environ.get("SPARK_MASTER", "local[2]"))
+        # local[2,4]: two cores, and up to 4 attempts per task as on a cluster (local mode
+        # defaults to one): a task that fails transiently (a Python worker that did not start
+        # within Spark's fixed 10 s on an overloaded machine) is retried instead of failing
+        # the query.
+        settings.setdefault("spark.master", master or os.environ.get("SPARK_MASTER", "local[2,4]"))
         for key, value in settings.items():
             builder = builder.config(key, value)
     for key, value in {**REQUIRED, **conf}.items():
