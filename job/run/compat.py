@@ -41,7 +41,7 @@ def normalized_sql(sql: str) -> str:
     from job.sql.dialect import parse_structure
 
     try:
-        return parse_structure(sql).sql()
+        return parse_structure(sql).sql(comments=False)
     except Exception:  # noqa: BLE001 - unparseable here but accepted by Spark: keep the text
         return " ".join(sql.split())
 

@@ -1,0 +1,77 @@
+"""Fast checks (no Spark) of the pieces the slow reliability tests drive end to end."""
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from job.errors import PipelineError
+from job.run import availability, compat
+
+
+def test_interrupted_write_leftovers_are_removed_and_nothing_else(tmp_path):
+    offsets, commits = tmp_path / "offsets", tmp_path / "commits"
+    offsets.mkdir()
+    commits.mkdir()
+    keep = [offsets / "0", offsets / ".0.crc", commits / "0", offsets / "notes.tmp"]
+    drop = [offsets / ".1.0b1c2d3e-1111-2222-3333-444455556666.tmp",
+            offsets / "..1.0b1c2d3e-1111-2222-3333-444455556666.tmp.crc",
+            commits / ".1.0b1c2d3e-1111-2222-3333-444455556666.tmp"]
+    for p in keep + drop:
+        p.write_text("x")
+    assert sorted(compat.remove_interrupted_writes(tmp_path)) == sorted(drop)
+    assert all(p.exists() for p in keep) and not any(p.exists() for p in drop)
+
+
+def fp(**state):
+    base = {"engine": "changelog", "sql": "SELECT a, COUNT(*) FROM t GROUP BY a", "views": {}, "columns": {},
+            "operators": [], "buckets": "64"}
+    return {"version": 1, "sources": {"t": {"connector": "kafka", "topic": "x"}}, "stateful": True,
+            "state": {**base, **state}}
+
+
+def test_differences_name_what_changed():
+    assert compat.differences(fp(), fp()) == []
+    assert compat.differences(fp(), fp(buckets="8")) == ["the stateful query changed: 'streamsql.state.buckets'"]
+    moved = fp()
+    moved["sources"] = {"t": {"connector": "kafka", "topic": "y"}}
+    assert "the sources changed (was t (kafka: x), now t (kafka: y))" in compat.differences(fp(), moved)
+    stateless = {"version": 1, "sources": {"t": {}}, "stateful": False}
+    assert compat.differences(stateless, {**stateless, "sql": "anything"}) == []
+
+
+def test_normalized_sql_ignores_case_spacing_and_comments():
+    a = compat.normalized_sql("SELECT a, COUNT(*) FROM t -- c\n GROUP BY a")
+    assert a == compat.normalized_sql("select  a,\n count(*)  from t group by a")
+    assert compat.is_stateful_sql("SELECT a FROM t JOIN u ON t.k = u.k")
+    assert not compat.is_stateful_sql("SELECT UPPER(a) FROM t WHERE b > 2")
+
+
+@pytest.mark.parametrize("conf, expected", [
+    ({}, ("wait", None)),
+    ({"streamsql.source.unavailable": "fail"}, ("fail", 10.0)),
+    ({"streamsql.source.unavailable": "FAIL", "streamsql.source.unavailable.timeout": "1 min"}, ("fail", 60.0)),
+    ({"streamsql.source.unavailable.timeout": "500 ms"}, ("wait", 0.5)),
+])
+def test_availability_settings(conf, expected):
+    assert availability.settings(conf) == expected
+
+
+@pytest.mark.parametrize("conf", [{"streamsql.source.unavailable": "retry"},
+                                  {"streamsql.source.unavailable.timeout": "soon"}])
+def test_bad_availability_settings_are_validation_errors(conf):
+    with pytest.raises(PipelineError) as err:
+        availability.settings(conf)
+    assert err.value.exit_code == 2 and err.value.option in conf
+
+
+def test_reachable_probe():
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    try:
+        assert availability.reachable([("127.0.0.1", 1), ("127.0.0.1", port)])
+    finally:
+        server.close()
+    assert not availability.reachable([("127.0.0.1", port)])
