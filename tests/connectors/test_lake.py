@@ -269,3 +269,21 @@ def test_missing_database_without_create_database(spark, tmp_path):
     with pytest.raises(PipelineError) as info:
         lake_sink(spark, t, tmp_path / "ck")
     assert info.value.option == "metastore.create-database"
+
+
+def test_dry_run_plans_a_lake_table_without_touching_the_metastore(spark, tmp_path):
+    from tests.run.helpers import run_inline
+
+    db = "lake_" + uuid.uuid4().hex[:8]
+    r = run_inline(statements=[
+        f"SET 'streamsql.metastore.dir' = '{tmp_path / 'ms'}'",
+        f"CREATE TABLE src (id INT, name STRING, `day` STRING) WITH ('connector' = 'filesystem', "
+        f"'path' = '{tmp_path / 'in'}', 'format' = 'json')",
+        f"CREATE TABLE out (id INT, name STRING, `day` STRING) PARTITIONED BY (`day`) WITH ("
+        f"'connector' = 'filesystem', 'path' = '{tmp_path / 'lake'}', 'format' = 'parquet', "
+        f"'metastore.table' = '{db}.t')",
+        "INSERT INTO out SELECT * FROM src"], dry_run=True, checkpoint_dir=str(tmp_path / "ck"))
+    assert r.code == 0, r.err
+    assert "metastore.table" in r.out
+    assert not spark.catalog.databaseExists(db)
+    assert not (tmp_path / "ms").exists() and not (tmp_path / "lake").exists()
