@@ -110,6 +110,19 @@ def test_bad_thrift_port_names_the_setting():
     assert info.value.option == metastore.THRIFT_PORT_KEY
 
 
+def test_thrift_server_port_in_use_is_a_clear_error():
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        with pytest.raises(PipelineError) as info:
+            metastore.start_thrift_server(None, {metastore.THRIFT_PORT_KEY: str(port)})
+    assert f"127.0.0.1:{port}" in str(info.value)
+    assert info.value.option == metastore.THRIFT_PORT_KEY
+
+
 def test_only_pipelines_with_a_lake_table_get_hive():
     plain = CreateTable("t", (ID,), options={"connector": "filesystem", "format": "json"})
     lake = lake_table("/tmp/x", "lake.t")
