@@ -332,6 +332,9 @@ def execute(spark, program, plans, options: RunOptions, err) -> int:
     from job.run.availability import Watchdog
 
     watchdog = Watchdog.start(program, err)  # 'streamsql.source.unavailable': wait for a broker, or exit 3
+    from job.run.restarts import Restarter
+
+    restarter = Restarter(plans, err)  # a query that failed transiently starts again from its checkpoint
     stop = StopSignal(err, options.stop_event)
     stop.install()
     if under_spark_submit():
@@ -346,14 +349,14 @@ def execute(spark, program, plans, options: RunOptions, err) -> int:
             queries = start_queries(wave, program, once=options.once)
             started += queries
             started_names += [q.name for q in queries]
-            supervise(queries, stop, options.stop_timeout, sink_keys, watchdog=watchdog)
+            supervise(queries, stop, options.stop_timeout, sink_keys, watchdog=watchdog, restarter=restarter)
         status = "stopped" if stop.requested else "ok"
     finally:
         from job.run.metrics import STOP_GATE
 
         STOP_GATE.open(sink_keys.values())
         watchdog.stop()
-        for q in started:
+        for q in started + restarter.started:
             try:
                 if q.isActive:
                     q.stop()
@@ -368,7 +371,7 @@ def execute(spark, program, plans, options: RunOptions, err) -> int:
 
 
 def supervise(queries, stop: StopSignal, stop_timeout: float, sink_keys: Optional[dict] = None,
-              poll: float = 0.2, watchdog=None) -> None:
+              poll: float = 0.2, watchdog=None, restarter=None) -> None:
     """Wait until every query ends; the first failure stops the rest and is raised; a stop
     request stops them all at a batch boundary; a broker down for longer than the
     watchdog allows raises (exit 3; the caller stops the queries)."""
@@ -378,6 +381,11 @@ def supervise(queries, stop: StopSignal, stop_timeout: float, sink_keys: Optiona
         if watchdog is not None:
             watchdog.check()
         failed = next((q for q in queries if not q.isActive and q.exception() is not None), None)
+        if failed is not None and not stop.requested and restarter is not None:
+            replacement = restarter.restart(failed)
+            if replacement is not None:
+                queries[queries.index(failed)] = replacement
+                continue
         if failed is not None and not (stop.requested and is_interruption(failed.exception())):
             for q in queries:
                 if q.isActive:

@@ -75,3 +75,58 @@ def test_reachable_probe():
     finally:
         server.close()
     assert not availability.reachable([("127.0.0.1", port)])
+
+
+class FakeQuery:
+    def __init__(self, name, error=None):
+        self.name, self._error, self.isActive = name, error, False
+
+    def exception(self):
+        return self._error
+
+    def stop(self):
+        pass
+
+
+class FakeError(Exception):
+    def __init__(self, desc):
+        super().__init__(desc)
+        self.desc = desc
+
+
+class FakeWriter:
+    def __init__(self, results):
+        self.results = list(results)
+
+    def start(self):
+        return self.results.pop(0)
+
+
+class FakePlan:
+    def __init__(self, name, writer):
+        self.name, self.writer, self.dead_letters = name, writer, []
+
+
+def test_a_transiently_failed_query_is_restarted_and_others_fail_the_run(monkeypatch, capsys):
+    import sys
+
+    from job.run import restarts
+    from job.run.runner import StopSignal, supervise
+
+    monkeypatch.setattr(restarts, "PAUSE_S", 0)
+    transient = FakeError("Python worker failed to connect back.")
+    writer = FakeWriter([FakeQuery("q", transient), FakeQuery("q")])       # fails once more, then finishes
+    restarter = restarts.Restarter([FakePlan("q", writer)], sys.stderr)
+    queries = [FakeQuery("q", transient)]
+    supervise(queries, StopSignal(), 1.0, {}, poll=0, restarter=restarter)
+    assert restarter.counts == {"q": 2} and len(restarter.started) == 2
+    assert "restarting it from its checkpoint (2/3)" in capsys.readouterr().err
+
+    # A real failure, or one restart too many, ends the run as before.
+    with pytest.raises(PipelineError):
+        supervise([FakeQuery("q", FakeError("boom"))], StopSignal(), 1.0, {}, poll=0,
+                  restarter=restarts.Restarter([FakePlan("q", FakeWriter([]))]))
+    restarter = restarts.Restarter([FakePlan("q", FakeWriter([FakeQuery("q", transient)] * 5))])
+    with pytest.raises(PipelineError):
+        supervise([FakeQuery("q", transient)], StopSignal(), 1.0, {}, poll=0, restarter=restarter)
+    assert restarter.counts == {"q": restarts.MAX_RESTARTS}
