@@ -189,16 +189,17 @@ class CrashLoop:
             return subprocess.Popen(self.command(once=False), cwd=ROOT, env=self.env(), stdout=out,
                                     stderr=subprocess.STDOUT, start_new_session=True)
 
-    def checkpoint_files(self) -> set:
-        return {str(p) for d in ("offsets", "commits") for p in self.checkpoints.glob(f"*/{d}/*") if p.name.isdigit()}
+    def checkpoint_files(self, logs=("offsets", "commits")) -> set:
+        return {str(p) for d in logs for p in self.checkpoints.glob(f"*/{d}/*") if p.name.isdigit()}
 
     def tail(self, lines: int = 30) -> str:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
 
-    def wait_for_new_file(self, proc, known: set, timeout: float, poll: float = 0.01) -> set:
+    def wait_for_new_file(self, proc, known: set, timeout: float, poll: float = 0.01,
+                          logs=("offsets", "commits")) -> set:
         deadline = time.monotonic() + timeout
         while True:
-            now = self.checkpoint_files()
+            now = self.checkpoint_files(logs)
             if now - known:
                 return now - known
             if proc.poll() is not None:
@@ -208,7 +209,7 @@ class CrashLoop:
             time.sleep(poll)
 
     def kill_once(self, number: int) -> dict:
-        mode = ("commit", "random", "commit", "startup")[number % 4] if number else "commit"
+        mode = ("offsets", "random", "commits", "startup")[number % 4]
         started = time.monotonic()
         known = self.checkpoint_files()
         log_size = self.log.stat().st_size if self.log.exists() else 0
@@ -218,8 +219,9 @@ class CrashLoop:
                 time.sleep(self.rng.uniform(1, 12))  # the JVM starting, the queries being planned
             else:
                 known |= self.wait_for_new_file(proc, known, timeout=600)   # the job makes progress
-                if mode == "commit":
-                    hit = self.wait_for_new_file(proc, known, timeout=300)  # the next offset/commit file: kill now
+                if mode in ("offsets", "commits"):
+                    # the next batch planned (offsets/N) or committed (commits/N): kill now
+                    hit = self.wait_for_new_file(proc, known, timeout=300, logs=(mode,))
                     mode = "commit " + ", ".join(sorted("/".join(Path(h).parts[-3:]) for h in hit))
                 else:
                     time.sleep(self.rng.uniform(0, 4))
