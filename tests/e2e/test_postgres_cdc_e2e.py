@@ -96,7 +96,9 @@ def wait_for(conn, table: str, expected: list, proc: subprocess.Popen, timeout: 
     got = None
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise AssertionError(f"job exited with {proc.returncode}:\n{proc.stdout.read()[-4000:]}")
+            out = proc.stdout.read()
+            errors = [line for line in out.splitlines() if line.startswith(("error", "Exception", "["))]
+            raise AssertionError(f"job exited with {proc.returncode}: " + "\n".join(errors[-20:]))
         try:
             got = conn.execute(f'SELECT uid, "accountId", "fullName", "orderCount", "orderTotal" FROM {table} '
                                "ORDER BY uid").fetchall()
@@ -119,7 +121,7 @@ def test_multi_hop_postgres_kafka_postgres_and_lake_survives_a_kill(spark, kafka
     names.update(tables=[users, stats], slots=[slot])
     variables = {"pg_port": postgres["port"], "bootstrap": kafka_bootstrap, "users_table": users,
                  "stats_table": stats, "slot": slot, "users_topic": topic_name("mh-users"),
-                 "orders_topic": topic_name("mh-orders"), "workdir": tmp_path, "lake_table": f"lake.orders_{s}"}
+                 "orders_topic": topic_name("mh-orders"), "workdir": tmp_path}
     env = job_env(PGPASSWORD=postgres["password"])
     setup = (ROOT / "examples" / "multi_hop" / "setup.sql").read_text().replace("users", users)
     conn.execute(setup)
