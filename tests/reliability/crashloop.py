@@ -84,6 +84,9 @@ JOIN_SQL = ("SELECT u.accountId, u.uid AS userUid, c.favoriteColor, ch.favoriteC
             "LEFT JOIN {colors} c ON u.uid = c.userUid LEFT JOIN {cheeses} ch ON u.uid = ch.userUid")
 
 
+# The pipeline's queries, by checkpoint folder name (the pipeline is named after its file).
+QUERIES = ("pipeline-1-user_count_by_account", "pipeline-2-user_favorite_color_and_cheese", "pipeline-3-events_lake")
+
 # Failures of a start that are the machine's, not the job's: the loop restarts the job.
 TRANSIENT = ("Python worker failed to connect back",)
 
@@ -189,17 +192,17 @@ class CrashLoop:
             return subprocess.Popen(self.command(once=False), cwd=ROOT, env=self.env(), stdout=out,
                                     stderr=subprocess.STDOUT, start_new_session=True)
 
-    def checkpoint_files(self, logs=("offsets", "commits")) -> set:
-        return {str(p) for d in logs for p in self.checkpoints.glob(f"*/{d}/*") if p.name.isdigit()}
+    def checkpoint_files(self, logs=("offsets", "commits"), query: str = "*") -> set:
+        return {str(p) for d in logs for p in self.checkpoints.glob(f"{query}/{d}/*") if p.name.isdigit()}
 
     def tail(self, lines: int = 30) -> str:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
 
     def wait_for_new_file(self, proc, known: set, timeout: float, poll: float = 0.01,
-                          logs=("offsets", "commits")) -> set:
+                          logs=("offsets", "commits"), query: str = "*") -> set:
         deadline = time.monotonic() + timeout
         while True:
-            now = self.checkpoint_files(logs)
+            now = self.checkpoint_files(logs, query)
             if now - known:
                 return now - known
             if proc.poll() is not None:
@@ -221,7 +224,9 @@ class CrashLoop:
                 known |= self.wait_for_new_file(proc, known, timeout=600)   # the job makes progress
                 if mode in ("offsets", "commits"):
                     # the next batch planned (offsets/N) or committed (commits/N): kill now
-                    hit = self.wait_for_new_file(proc, known, timeout=300, logs=(mode,))
+                    # each query in turn: the changelog engine's commits as much as the file sink's
+                    target = QUERIES[(number // 2) % len(QUERIES)]
+                    hit = self.wait_for_new_file(proc, known, timeout=900, logs=(mode,), query=target)
                     mode = "commit " + ", ".join(sorted("/".join(Path(h).parts[-3:]) for h in hit))
                 else:
                     time.sleep(self.rng.uniform(0, 4))
