@@ -43,7 +43,7 @@ from typing import Any, Mapping, Optional
 from urllib.parse import unquote
 
 from job.connectors.filesystem import FileSystemSink, data_columns, partition_columns
-from job.errors import EXIT_OTHER, PipelineError
+from job.errors import EXIT_OTHER, EXIT_UNREACHABLE, PipelineError
 
 # Pipeline conf (YAML conf or SET) understood here.
 DIR_KEY = "streamsql.metastore.dir"
@@ -101,11 +101,24 @@ def metastore_dir(conf: Mapping[str, str]) -> str:
     return os.path.abspath(conf.get(DIR_KEY) or ".")
 
 
-def prepare_session(spark, conf: Mapping[str, str]) -> None:
-    """Before the catalog is first used: create the Derby directory and send derby.log
-    there (Derby writes it to the working directory otherwise)."""
+# Hive's and DataNucleus' loggers report a metastore that cannot be opened with pages of
+# stack traces; the job reports it in one paragraph (see _reach).
+METASTORE_LOGGERS = ("org.apache.hadoop.hive", "hive", "DataNucleus", "org.datanucleus", "org.apache.spark.sql.hive")
+
+
+def prepare_session(spark, conf: Mapping[str, str], verbose: bool = False) -> None:
+    """Before the catalog is first used: create the Derby directory, send derby.log there
+    (Derby writes it to the working directory otherwise) and, unless verbose, silence the
+    metastore's own error logging."""
     if spark.conf.get("spark.sql.catalogImplementation", "in-memory") != "hive":
         return
+    if not verbose:
+        try:
+            configurator = spark._jvm.org.apache.logging.log4j.core.config.Configurator
+            for name in METASTORE_LOGGERS:
+                configurator.setLevel(name, spark._jvm.org.apache.logging.log4j.Level.OFF)
+        except Exception:  # noqa: BLE001 - another logging backend: keep its settings
+            pass
     url = spark.sparkContext.getConf().get("spark.hadoop.javax.jdo.option.ConnectionURL", "") or ""
     match = re.match(r"jdbc:derby:;databaseName=([^;]+)", url)
     if not match:
@@ -187,7 +200,7 @@ def ensure_table(spark, table, options: Mapping[str, Any]) -> list[str]:
     parts = partition_columns(table)
     data = data_columns(table)
     types = {c.name: c.spark_type for c in table.physical_columns}
-    if not spark.catalog.databaseExists(db):
+    if not _reach(spark, table, lambda: spark.catalog.databaseExists(db)):
         if not options.get("metastore.create-database", True):
             _fail(table, f"database '{db}' of '{TABLE_OPTION}' = '{options[TABLE_OPTION]}' (table '{table.name}') "
                          "does not exist and 'metastore.create-database' is false", option="metastore.create-database",
@@ -232,6 +245,37 @@ def ensure_table(spark, table, options: Mapping[str, Any]) -> list[str]:
     if added:
         spark.sql(f"ALTER TABLE {full} ADD COLUMNS ({', '.join(_ident(c) + ' ' + types[c] for c in added)})")
     return added
+
+
+def _reach(spark, table, first_call):
+    """The first metastore call, whose failure means the metastore cannot be opened:
+    embedded Derby already held by another process (a running job, a spark-sql shell) or
+    an unreachable metastore service. One paragraph, exit 3, instead of Hive's traces."""
+    try:
+        return first_call()
+    except Exception as exc:  # noqa: BLE001 - py4j/analysis errors of the Hive client
+        from job.run.runner import java_causes
+
+        # The Python message is Hive's outermost one; the reason (Derby's, the network's) is
+        # in the Java causes: the captured JVM stack trace of an AnalysisException.
+        causes = [line.strip()[len("Caused by: "):] for line in (getattr(exc, "_stackTrace", None) or "").splitlines()
+                  if line.strip().startswith("Caused by: ")] or java_causes(exc, limit=30)
+        text = "\n".join([str(exc), *causes])
+        url = spark.sparkContext.getConf().get("spark.hadoop.javax.jdo.option.ConnectionURL", "") or ""
+        uris = spark.sparkContext.getConf().get("spark.hadoop.hive.metastore.uris", "") or ""
+        if "Another instance of Derby" in text or "Failed to start database" in text:
+            where = re.sub(r"^jdbc:derby:;databaseName=|;.*$", "", url)
+            _fail(table, f"cannot open the metastore of table '{table.name}' ('{TABLE_OPTION}'): its embedded Derby "
+                         f"database '{where}' is in use by another process, and Derby admits one at a time",
+                  option=TABLE_OPTION, exit_code=EXIT_UNREACHABLE,
+                  hint="stop that process (a running job or spark-sql), query a running job through its Thrift "
+                       f"server ('{THRIFT_PORT_KEY}'), or give this pipeline its own '{DIR_KEY}'")
+        if "SessionHiveMetaStoreClient" in text or "metastore" in text.lower():
+            cause = (causes or [str(exc)])[-1]  # the root cause says most
+            _fail(table, f"cannot reach the metastore of table '{table.name}' ('{TABLE_OPTION}')"
+                         f"{' at ' + uris if uris else ''}: {cause[:300]}", option=TABLE_OPTION,
+                  exit_code=EXIT_UNREACHABLE, hint="check 'hive.metastore.uris' or the JDO connection settings")
+        raise
 
 
 def _metadata(spark, db: str, name: str) -> dict:

@@ -100,5 +100,5 @@ def build_session(app_name: str, conf: Mapping[str, str], *, verbose: bool = Fal
     spark.sparkContext.setLogLevel("INFO" if verbose else "ERROR")
     from job.connectors.metastore import prepare_session
 
-    prepare_session(spark, conf)
+    prepare_session(spark, conf, verbose)
     return spark

@@ -135,6 +135,8 @@ def test_thrift_server_queries_the_lake_while_the_job_writes(tmp_path):
     write_json(tmp_path / "in", "a.json", ['{"uid": "u1", "action": "view", "day": "2024-01-01"}'])
     sql = pipeline(tmp_path, "uid STRING, action STRING, `day` STRING", "uid, action, `day`",
                    extra_set=f"SET 'streamsql.thriftserver.port' = '{port}';")
+    # The same lake, without the Thrift server (it would ask for the same port).
+    sql.with_name("other.sql").write_text(sql.read_text().replace(f"SET 'streamsql.thriftserver.port' = '{port}';", ""))
     log = tmp_path / "job.err"
     with open(log, "w") as err_file:  # a file, not a pipe: a long run must never block on it
         proc = subprocess.Popen([sys.executable, str(MAIN), "-f", str(sql), "--checkpoint-dir", str(tmp_path / "ck")],
@@ -142,6 +144,10 @@ def test_thrift_server_queries_the_lake_while_the_job_writes(tmp_path):
     try:
         wait_for(lambda: "committed-0" in committed(tmp_path), 240, "the first batch", proc, log)
         assert beeline(port, "SELECT uid, `day` FROM lake.user_activity ORDER BY uid") == ["uid,day", "u1,2024-01-01"]
+        # A second process cannot open the embedded Derby the job holds: one clear line, exit 3.
+        other = run_cli("-f", str(sql.with_name("other.sql")), "--once", "--checkpoint-dir", str(tmp_path / "ck2"))
+        assert other.code == 3, other.err
+        assert "in use by another process" in other.error_line and "Traceback" not in other.err
         # A batch into an existing partition is visible to the next query (no stale listing).
         write_json(tmp_path / "in", "b.json", ['{"uid": "u2", "action": "buy", "day": "2024-01-01"}',
                                                '{"uid": "u3", "action": "buy", "day": "2024-01-05"}'])
