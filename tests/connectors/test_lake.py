@@ -300,3 +300,21 @@ def test_dry_run_plans_a_lake_table_without_touching_the_metastore(spark, tmp_pa
     assert "metastore.table" in r.out
     assert not spark.catalog.databaseExists(db)
     assert not (tmp_path / "ms").exists() and not (tmp_path / "lake").exists()
+
+
+def test_a_filesystem_source_reads_the_lake_directory(spark, tmp_path):
+    """A later hop can stream the lake's files: the staging area is invisible to it."""
+    from job.connectors.base import SourceContext
+
+    db = unique_db(spark, tmp_path)
+    t = lake_table(tmp_path / "lake", f"{db}.t")
+    sink = lake_sink(spark, t, with_query_id(tmp_path / "ck"))
+    sink.write_append(rows(spark, [(1, "a", "d1"), (2, "b", "d2")]), 0)
+    sink.write_append(rows(spark, [(3, "c", "d1")]), 1)
+    source_table = CreateTable(name="lake_in", columns=(ID, NAME, DAY), partitioned_by=("day",), options={
+        "connector": "filesystem", "path": str(tmp_path / "lake"), "format": "parquet"})
+    connector, options = validate_options(source_table, "source")
+    stream = connector.create_source(SourceContext(spark, source_table, options, once=True))
+    got = run_available_now(stream.df, tmp_path / "ck-read").select("id", "name", "day")
+    assert_df_equality(got, rows(spark, [(1, "a", "d1"), (2, "b", "d2"), (3, "c", "d1")]), ignore_row_order=True,
+                       ignore_nullable=True)
