@@ -51,13 +51,13 @@ SET 'spark.sql.shuffle.partitions' = '2';
 SET 'streamsql.state.buckets' = '4';
 CREATE TABLE users (uid STRING, accountId STRING, id INT, fullName STRING, PRIMARY KEY (uid) NOT ENFORCED)
 WITH ('connector' = 'upsert-kafka', 'topic' = '{{ users }}', 'key.format' = 'raw', 'value.format' = 'json',
-      'properties.bootstrap.servers' = '{{ bootstrap }}', 'scan.max-offsets-per-trigger' = '40');
+      'properties.bootstrap.servers' = '{{ bootstrap }}', 'scan.max-offsets-per-trigger' = '{{ max_offsets }}');
 CREATE TABLE user_favorite_color (userUid STRING, favoriteColor STRING, PRIMARY KEY (userUid) NOT ENFORCED)
 WITH ('connector' = 'upsert-kafka', 'topic' = '{{ colors }}', 'key.format' = 'raw', 'value.format' = 'json',
-      'properties.bootstrap.servers' = '{{ bootstrap }}', 'scan.max-offsets-per-trigger' = '40');
+      'properties.bootstrap.servers' = '{{ bootstrap }}', 'scan.max-offsets-per-trigger' = '{{ max_offsets }}');
 CREATE TABLE user_favorite_cheese (userUid STRING, favoriteCheese STRING, PRIMARY KEY (userUid) NOT ENFORCED)
 WITH ('connector' = 'upsert-kafka', 'topic' = '{{ cheeses }}', 'key.format' = 'raw', 'value.format' = 'json',
-      'properties.bootstrap.servers' = '{{ bootstrap }}', 'scan.max-offsets-per-trigger' = '40');
+      'properties.bootstrap.servers' = '{{ bootstrap }}', 'scan.max-offsets-per-trigger' = '{{ max_offsets }}');
 CREATE TABLE user_count_by_account (accountId STRING, userCount BIGINT, PRIMARY KEY (accountId) NOT ENFORCED)
 WITH ('connector' = 'upsert-kafka', 'topic' = '{{ counts }}', 'key.format' = 'raw', 'value.format' = 'json',
       'properties.bootstrap.servers' = '{{ bootstrap }}');
@@ -67,7 +67,7 @@ WITH ('connector' = 'upsert-kafka', 'topic' = '{{ joined }}', 'key.format' = 'ra
       'properties.bootstrap.servers' = '{{ bootstrap }}');
 CREATE TABLE events (id BIGINT, part STRING, payload STRING)
 WITH ('connector' = 'kafka', 'topic' = '{{ events }}', 'format' = 'json', 'scan.startup.mode' = 'earliest-offset',
-      'properties.bootstrap.servers' = '{{ bootstrap }}', 'scan.max-offsets-per-trigger' = '60');
+      'properties.bootstrap.servers' = '{{ bootstrap }}', 'scan.max-offsets-per-trigger' = '{{ max_offsets }}');
 CREATE TABLE events_lake (id BIGINT, payload STRING, part STRING) PARTITIONED BY (part)
 WITH ('connector' = 'filesystem', 'path' = '{{ lake }}', 'format' = 'parquet');
 
@@ -136,7 +136,7 @@ class Feeder:
                 produce(self.spark, self.bootstrap, self.topics[name], records)
         self.rounds += 1
 
-    def run(self, interval: float = 0.5) -> None:
+    def run(self, interval: float = 1.5) -> None:
         try:
             while not self.stop.is_set():
                 self.round()
@@ -175,8 +175,11 @@ class CrashLoop:
     # -- the job ----------------------------------------------------------------------
 
     def command(self, once: bool) -> list:
+        # Small batches while the job is being killed (many commits to hit); the final
+        # drain takes big ones, so that it does not replay a long backlog 40 records a time.
         cmd = [sys.executable, "-m", "job.main", "--file", str(self.pipeline), "--checkpoint-dir", str(self.checkpoints),
-               "--var", f"bootstrap={self.bootstrap}", "--var", f"lake={self.lake}"]
+               "--var", f"bootstrap={self.bootstrap}", "--var", f"lake={self.lake}",
+               "--var", f"max_offsets={100_000 if once else 40}"]
         cmd += [a for k, v in self.topics.items() for a in ("--var", f"{k}={v}")]
         return cmd + (["--once"] if once else [])
 
