@@ -49,6 +49,77 @@ def tree_rss_bytes(pid: int) -> int:
     return total
 
 
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU time (user + sys) of a process and its descendants: the driver JVM, the Python
+    daemon and its workers. Live processes report their own time; finished ones were
+    counted into their reaper's cutime/cstime. The machine is shared, so this is the
+    number to compare between runs, not the wall time."""
+    children: dict[int, list[int]] = {}
+    stats: dict[int, list[str]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                stats[int(entry)] = fields
+                children.setdefault(int(fields[1]), []).append(int(entry))
+            except (OSError, IndexError, ValueError):
+                pass
+    ticks, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        todo += children.get(p, [])
+        if p in stats:  # fields after the name: utime=11, stime=12, cutime=13, cstime=14
+            ticks += sum(int(x) for x in stats[p][11:15])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_by_part(pid: int) -> dict[str, float]:
+    """CPU seconds per part of the tree: JVM threads by kind (JIT compiler, GC, task
+    threads…), Python workers, the driver's Python. Only live threads and processes
+    count, so take the difference of two samples over a run."""
+    from collections import Counter
+
+    tck = os.sysconf("SC_CLK_TCK")
+    parts: Counter = Counter()
+
+    def stat(path):
+        with open(path) as f:
+            text = f.read()
+        name = text[text.index("(") + 1:text.rindex(")")]
+        fields = text.rsplit(")", 1)[1].split()
+        # utime + stime, and for processes cutime + cstime (workers the daemon reaped)
+        own = sum(int(x) for x in fields[11:13 if "/task/" in path else 15])
+        return name, own / tck, int(fields[1])
+
+    procs = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                procs[int(entry)] = stat(f"/proc/{entry}/stat")
+            except (OSError, ValueError):
+                pass
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        todo += [c for c, (_, _, ppid) in procs.items() if ppid == p]
+        name, cpu, _ = procs.get(p, ("?", 0.0, 0))
+        if name == "java":
+            for tid in os.listdir(f"/proc/{p}/task"):
+                try:
+                    tname, tcpu, _ = stat(f"/proc/{p}/task/{tid}/stat")
+                except (OSError, ValueError):
+                    continue
+                kind = ("jit" if "CompilerThre" in tname else "gc" if tname.startswith(("GC ", "G1 ")) else
+                        "tasks" if tname.startswith("Executor task") else "jvm other")
+                parts[kind] += tcpu
+        elif p == pid:
+            parts["driver python"] += cpu
+        else:
+            parts["python workers"] += cpu
+    return dict(parts)
+
+
 def percentile(values, q):
     values = sorted(values)
     if not values:
@@ -107,6 +178,8 @@ def main() -> None:
     p.add_argument("--max-per-batch", type=int, default=0, help="files or offsets per micro-batch (0: all)")
     p.add_argument("--work", default="/tmp/streamsql-bench")
     p.add_argument("--conf", action="append", default=[], help="extra Spark conf key=value")
+    p.add_argument("--note", default="", help="recorded with the result (e.g. the machine's load)")
+    p.add_argument("--results", default=str(RESULTS), help="JSON-lines file the result is appended to")
     a = p.parse_args()
 
     from benchmarks.generate import write
@@ -149,11 +222,15 @@ def main() -> None:
             time.sleep(0.5)
     threading.Thread(target=sample, daemon=True).start()
 
-    started = time.time()
+    started, cpu_started, parts_started = time.time(), tree_cpu_seconds(os.getpid()), cpu_by_part(os.getpid())
     queries = start_queries(plans, program, once=True)
     for q in queries:
         q.awaitTermination()
     elapsed = time.time() - started
+    cpu = tree_cpu_seconds(os.getpid()) - cpu_started
+    parts_ended = cpu_by_part(os.getpid())
+    parts = {k: round(v - parts_started.get(k, 0.0), 1) for k, v in sorted(parts_ended.items())}
+    load = os.getloadavg()[0]
     done.set()
     progress = [pr for q in queries for pr in q.recentProgress]
     for pr in progress:
@@ -165,15 +242,20 @@ def main() -> None:
     state_bytes = sum(op.get("memoryUsedBytes", 0) for op in (busy[-1]["stateOperators"] if busy else []))
     result = {
         "query": a.query, "source": a.source, "events": a.events, "keys": a.keys, "input_rows": rows,
-        "batches": len(batch_ms), "seconds": round(elapsed, 1),
+        "batches": len(batch_ms), "seconds": round(elapsed, 1), "cpu_seconds": round(cpu, 1),
+        "cpu_events_per_s": round(a.events / cpu) if cpu else 0,
+        "cpu_parts": parts, "load_avg": round(load, 1),
         "events_per_s": round(a.events / elapsed), # whole-file sources count files as input rows, so rates are per generated event
         "processing_events_per_s": round(a.events / (sum(batch_ms) / 1000)) if batch_ms else 0,
         "batch_latency_p50_ms": percentile(batch_ms, 50), "batch_latency_p99_ms": percentile(batch_ms, 99),
         "state_rows": state_rows, "state_mb": round(state_bytes / 1e6, 1), "peak_rss_mb": round(peak[0] / 1e6),
         "conf": conf, "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    with open(RESULTS, "a") as f:
+    if a.note:
+        result["note"] = a.note
+    results = Path(a.results)
+    results.parent.mkdir(parents=True, exist_ok=True)
+    with open(results, "a") as f:
         f.write(json.dumps(result) + "\n")
     print(json.dumps(result, indent=1))
     if conf.get("spark.ui.enabled") == "true":  # per-stage wall time, to see where time goes
