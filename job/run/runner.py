@@ -394,8 +394,11 @@ def supervise(queries, stop: StopSignal, stop_timeout: float, sink_keys: Optiona
         if all(not q.isActive for q in queries):
             return
         if stop.requested:
-            stop_at_batch_boundary(queries, stop_timeout, sink_keys or {})
-            failed = next((q for q in queries if q.exception() is not None
+            stopped_by_us = stop_at_batch_boundary(queries, stop_timeout, sink_keys or {})
+            # A query we stopped while it ran ends with whatever its source threw when
+            # interrupted (a Python data source: "no cause message"); its batch was committed
+            # or will be redone, so that is a clean stop. Only earlier failures count.
+            failed = next((q for q in queries if q.exception() is not None and q.name not in stopped_by_us
                            and not is_interruption(q.exception())), None)
             if failed is not None:
                 raise query_failure(failed)
@@ -417,7 +420,7 @@ def in_flight_batch(query) -> tuple[int, bool]:
     return current, busy
 
 
-def stop_at_batch_boundary(queries, timeout: float, sink_keys: dict) -> None:
+def stop_at_batch_boundary(queries, timeout: float, sink_keys: dict) -> set:
     """Stop each query between two micro-batches.
 
     ``StreamingQuery.stop()`` interrupts a running batch (Spark then redoes it after a
@@ -427,7 +430,8 @@ def stop_at_batch_boundary(queries, timeout: float, sink_keys: dict) -> None:
     Batches start back to back while data is waiting, so the one after it may already
     have begun: the stop gate (``job.run.metrics.STOP_GATE``) keeps it from writing to a
     ``foreachBatch`` sink, and ``stop()`` cancels the rest of it. After ``timeout``
-    seconds a query is stopped regardless.
+    seconds a query is stopped regardless. Returns the names of the queries it stopped
+    while they were still running.
     """
     from job.run.metrics import STOP_GATE
 
@@ -438,6 +442,7 @@ def stop_at_batch_boundary(queries, timeout: float, sink_keys: dict) -> None:
         targets[q.name] = current if busy else current - 1
         STOP_GATE.close(sink_keys.get(q.name), targets[q.name])
     pending = [q for q in queries if q.isActive]
+    stopped = set()
     while pending:
         for q in list(pending):
             done = not q.isActive
@@ -446,10 +451,13 @@ def stop_at_batch_boundary(queries, timeout: float, sink_keys: dict) -> None:
                 _current, busy = in_flight_batch(q)
                 done = not busy or last >= targets[q.name]
             if done or time.monotonic() >= deadline:
+                if q.isActive:
+                    stopped.add(q.name)
                 q.stop()
                 pending.remove(q)
         if pending:
             time.sleep(0.005)
+    return stopped
 
 
 def is_interruption(exc) -> bool:

@@ -66,6 +66,24 @@ def catalog_conf(program, offline: bool = False) -> dict[str, str]:
     return metastore.session_conf(program.conf)
 
 
+def launch_jvm_in_own_session(builder) -> None:
+    """Start Spark's driver JVM in a session of its own, before the builder would.
+
+    pyspark starts it in our process group, so a SIGTERM sent to the group (systemd's
+    default, Airflow killing a task, ``kill -TERM -PGID``) killed the JVM at once and the
+    graceful stop (runner.StopSignal: finish the batch in flight, exit 0) never ran. Apart
+    from the group, the JVM still ends with us: it exits when its stdin, our pipe, closes.
+    """
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:
+        return
+    conf = SparkConf(loadDefaults=False).setAll(list(builder._options.items()))
+    SparkContext._gateway = launch_gateway(conf, popen_kwargs={"start_new_session": True})
+    SparkContext._jvm = SparkContext._gateway.jvm
+
+
 def build_session(app_name: str, conf: Mapping[str, str], *, verbose: bool = False, master: str | None = None):
     """Get or create the session; ``conf`` (YAML conf + SET statements) wins over defaults."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -91,6 +109,8 @@ def build_session(app_name: str, conf: Mapping[str, str], *, verbose: bool = Fal
             builder = builder.config(key, value)
     for key, value in {**REQUIRED, **conf}.items():
         builder = builder.config(key, value)
+    if active is None and not under_submit:
+        launch_jvm_in_own_session(builder)
     spark = builder.getOrCreate()
     for key, value in conf.items():  # runtime SQL confs also apply to an existing session
         try:

@@ -53,8 +53,10 @@ def test_sigterm_stops_at_a_batch_boundary_and_a_restart_completes(spark, kafka_
     checkpoint = tmp_path / "ck"
     args = ["-f", str(tmp_path / "seed.sql"), "--checkpoint-dir", str(checkpoint),
             "--var", f"bootstrap={kafka_bootstrap}", "--var", f"users_topic={users}", "--var", f"counts_topic={counts}"]
+    # its own process group, signalled as a whole as systemd, Airflow or `kill -TERM -PGID`
+    # do: the Spark JVM must not die of the signal before the graceful stop has run
     proc = subprocess.Popen([sys.executable, str(MAIN), *args], cwd=ROOT, env=job_env(), text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
     reader.start()
@@ -64,13 +66,13 @@ def test_sigterm_stops_at_a_batch_boundary_and_a_restart_completes(spark, kafka_
             assert proc.poll() is None, "".join(lines)
             time.sleep(0.2)
         assert any(re.search(r"\] batch [2-9] ", l) for l in lines), "".join(lines)
-        proc.send_signal(signal.SIGTERM)
+        os.killpg(proc.pid, signal.SIGTERM)
         sent = time.monotonic()
         code = proc.wait(timeout=120)
         stopped_after = time.monotonic() - sent
     finally:
         if proc.poll() is None:
-            proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)
     reader.join(10)
     err = "".join(lines)
     assert code == 0, err
