@@ -13,7 +13,6 @@ changelogs (one file per micro-batch):
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ from job.run.runner import RunOptions, run
 from tests.changelog.engine_support import (QUERIES, Clock, Scenario, assert_sink_matches, fresh_topics, pipeline_sql,
                                             sink_frame)
 from tests.kafka_io import consume, upsert_state
+from tests.run.helpers import kill_job_tree
 
 ROOT = Path(__file__).resolve().parents[2]
 QUERY = QUERIES["join3"]
@@ -110,12 +110,10 @@ def test_sigkill_after_first_output_then_restart(spark, kafka_bootstrap, tmp_pat
             assert proc.poll() is None, f"the job ended before writing anything ({proc.returncode}):\n{tail(log)}"
             assert time.monotonic() < deadline, f"no output within 600 s:\n{tail(log)}"
             time.sleep(1)
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=60)
+        kill_job_tree(proc)
     finally:
         if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=60)
+            kill_job_tree(proc)
     committed = [p.name for p in checkpoint.glob("*/commits/*") if p.name.isdigit()]
 
     scenario.write(clock, start_fraction=0.6)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import threading
@@ -18,7 +17,7 @@ import psycopg
 import pytest
 
 from tests.kafka_io import produce, topic_name
-from tests.run.helpers import MAIN, ROOT, job_env, run_cli, run_inline
+from tests.run.helpers import MAIN, ROOT, job_env, run_cli, run_inline, kill_job_tree
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 SEED = ROOT / "examples" / "user_count_by_account" / "pipeline.sql"
@@ -214,11 +213,10 @@ def test_kill_during_an_append_run_then_restart_loses_and_duplicates_nothing(db,
             time.sleep(0.3)
         assert 0 < written < total, "".join(lines)
         print(f"killed with {written} of {total} rows written")
-        os.killpg(proc.pid, signal.SIGKILL)  # the whole job, JVM included, mid-stream
-        proc.wait(timeout=60)
+        kill_job_tree(proc)  # the whole job, JVM included, mid-stream
     finally:
         if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+            kill_job_tree(proc)
     reader.join(10)
     r = run_cli(*args, "--once")
     assert r.code == 0, r.err

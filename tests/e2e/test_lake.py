@@ -20,7 +20,7 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from tests.run.helpers import MAIN, ROOT, job_env, run_cli
+from tests.run.helpers import MAIN, ROOT, job_env, kill_job_tree, run_cli
 
 pytestmark = pytest.mark.slow
 SPARK_BIN = Path(pyspark.__file__).parent / "bin"
@@ -233,36 +233,6 @@ def test_yaml_kafka_to_lake_once_as_the_multi_hop_example_does(spark, kafka_boot
                    "o3\t3.50\t2024-03-02 10:00:00\t2024-03-02", "orderDay=2024-03-01", "orderDay=2024-03-02"]
 
 
-def descendants(pid: int) -> list[int]:
-    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], text=True, stdout=subprocess.PIPE).stdout
-    children = [int(p) for p in out.split()]
-    return children + [d for c in children for d in descendants(c)]
-
-
-def kill_tree(proc) -> None:
-    """SIGKILL the job and every process it started (the driver JVM runs in a session of
-    its own, so a process-group kill would miss it), and wait until all are gone: the
-    restart must not find the dead JVM's Derby lock still held."""
-    pids = [proc.pid, *descendants(proc.pid)]
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    proc.wait()
-    deadline = time.monotonic() + 60
-    while any(Path(f"/proc/{pid}").exists() and "zombie" not in _state(pid) for pid in pids[1:]):
-        assert time.monotonic() < deadline, "the job's processes did not die"
-        time.sleep(0.5)
-
-
-def _state(pid: int) -> str:
-    try:
-        return "zombie" if Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z") else "alive"
-    except (OSError, IndexError):
-        return "zombie"
-
-
 def test_killed_job_restarted_leaves_every_row_exactly_once(spark, tmp_path):
     """kill -9 in the middle of a run of micro-batches, then a --once restart: the lake holds
     each input row once (replayed batches are finished or skipped, never written twice)."""
@@ -279,7 +249,7 @@ def test_killed_job_restarted_leaves_every_row_exactly_once(spark, tmp_path):
         wait_for(lambda: any(re.fullmatch(r"committed-([2-9]|1\d)", n) for n in committed(tmp_path)), 300,
                  "three batches", proc, log)
     finally:
-        kill_tree(proc)
+        kill_job_tree(proc)
     written_before = len(lake_files(tmp_path))
     assert 3 <= written_before < 24, "the kill should land in the middle of the run"
 

@@ -16,7 +16,6 @@ import sys
 import time
 import uuid
 from decimal import Decimal
-from pathlib import Path
 
 import psycopg
 import pytest
@@ -24,7 +23,7 @@ from chispa import assert_df_equality
 
 from job.run.runner import RunOptions, run
 from tests.kafka_io import consume, produce, topic_name, upsert_state
-from tests.run.helpers import MAIN, ROOT, job_env
+from tests.run.helpers import MAIN, ROOT, job_env, kill_job_tree
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.kafka]
 PIPELINE = ROOT / "examples" / "multi_hop" / "pipeline.yaml"
@@ -137,8 +136,7 @@ def test_multi_hop_postgres_kafka_postgres_and_lake_survives_a_kill(spark, kafka
         conn.execute(f"INSERT INTO {users} VALUES ('u4', '102', 'Di')")
         conn.execute(f'UPDATE {users} SET "accountId" = \'101\', "fullName" = \'Bobby\' WHERE uid = \'u2\'')
         time.sleep(3)
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(30)
+        kill_job_tree(proc)
         # More changes while it is down.
         conn.execute(f"DELETE FROM {users} WHERE uid = 'u3'")
         conn.execute(f"UPDATE {users} SET uid = 'u5' WHERE uid = 'u1'")     # a key change: u1 goes, u5 comes
@@ -160,7 +158,7 @@ def test_multi_hop_postgres_kafka_postgres_and_lake_survives_a_kill(spark, kafka
             try:
                 proc.wait(90)
             except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
+                kill_job_tree(proc)
     assert proc.returncode == 0, proc.stdout.read()[-4000:]
 
     # The lake holds every order exactly once, partitioned by day.
