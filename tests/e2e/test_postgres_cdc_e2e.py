@@ -163,7 +163,7 @@ def test_multi_hop_postgres_kafka_postgres_and_lake_survives_a_kill(spark, kafka
 
     # The lake holds every order exactly once, partitioned by day.
     lake = spark.read.parquet(str(tmp_path / "lake" / "orders"))
-    assert sorted((r["orderId"], r["orderDay"]) for r in lake.collect()) == [
+    assert sorted((r["orderId"], str(r["orderDay"])) for r in lake.collect()) == [
         ("o1", "2024-05-01"), ("o2", "2024-05-02"), ("o3", "2024-05-02"), ("o4", "2024-05-03")]
     # A deleted user left nothing behind in the upsert topic's state either.
     topic = upsert_state(consume(spark, kafka_bootstrap, variables["users_topic"]))
