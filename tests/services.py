@@ -103,3 +103,11 @@ def ensure_postgres(port: int = 15432, name: str = "test", timeout: float = 120)
 
 def stop_postgres(name: str = "test") -> None:
     _run([str(POSTGRES_SH), "stop", "--name", name], timeout=60)
+
+
+def drop_jdbc_staging_tables(conn) -> None:
+    """Each jdbc sink leaves an (empty) staging table per checkpoint; tests make many.
+    ``conn``: a psycopg connection in autocommit mode."""
+    for (t,) in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
+                             "AND tablename LIKE 'streamsql\\_stage\\_%'").fetchall():
+        conn.execute(f"DROP TABLE IF EXISTS {t}")

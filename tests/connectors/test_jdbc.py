@@ -14,6 +14,7 @@ from job.errors import EXIT_INVALID, EXIT_OTHER, EXIT_UNREACHABLE, Origin, Pipel
 from job.sql.parse import parse_statement
 from job.sql.statements import StatementText
 from tests.spark_session import run_available_now
+from tests.services import drop_jdbc_staging_tables as drop_staging_tables
 
 pytestmark = pytest.mark.postgres
 
@@ -28,13 +29,6 @@ def pg(postgres):
     conn.execute(f'DROP TABLE IF EXISTS {name}')
     drop_staging_tables(conn)
     conn.close()
-
-
-def drop_staging_tables(conn):
-    """Each sink leaves an (empty) staging table per checkpoint; tests make many."""
-    for (t,) in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
-                             "AND tablename LIKE 'streamsql\\_stage\\_%'").fetchall():
-        conn.execute(f"DROP TABLE IF EXISTS {t}")
 
 
 def ddl(text: str):

@@ -18,6 +18,7 @@ import pytest
 
 from tests.kafka_io import produce, topic_name
 from tests.run.helpers import MAIN, ROOT, job_env, run_cli, run_inline, kill_job_tree
+from tests.services import drop_jdbc_staging_tables as drop_staging_tables
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 SEED = ROOT / "examples" / "user_count_by_account" / "pipeline.sql"
@@ -38,13 +39,6 @@ def db(postgres):
         conn.execute(f"DROP TABLE IF EXISTS {n}")
     drop_staging_tables(conn)
     conn.close()
-
-
-def drop_staging_tables(conn):
-    """Each sink leaves an (empty) staging table per checkpoint; tests make many."""
-    for (t,) in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
-                             "AND tablename LIKE 'streamsql\\_stage\\_%'").fetchall():
-        conn.execute(f"DROP TABLE IF EXISTS {t}")
 
 
 def jdbc_with(pg, table, **extra) -> str:

@@ -30,7 +30,6 @@ import argparse
 import json
 import os
 import random
-import signal
 import subprocess
 import sys
 import threading
@@ -39,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.kafka_io import consume, produce, topic_name, upsert_state
+from tests.run.helpers import kill_job_tree
 
 ROOT = Path(__file__).resolve().parents[2]
 ACCOUNTS = [f"a{i}" for i in range(5)]
@@ -93,43 +93,6 @@ TRANSIENT = ("Python worker failed to connect back",)
 
 class JobExited(AssertionError):
     """The job ended without being killed."""
-
-
-def descendants(pid: int) -> list[int]:
-    """Every process below ``pid``, from /proc."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
-
-
-def kill_tree(pid: int) -> None:
-    """SIGKILL the job and everything it started, at once: its process group, and the
-    groups of its descendants (the driver JVM runs in a session of its own, its Python
-    workers in the JVM's)."""
-    groups = set()
-    for p in [pid, *descendants(pid)]:
-        try:
-            groups.add(os.getpgid(p))
-        except ProcessLookupError:
-            pass
-    for group in groups:
-        try:
-            os.killpg(group, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 @dataclass
@@ -280,7 +243,7 @@ class CrashLoop:
             mode = "the job crashed by itself (" + next(m for m in TRANSIENT if m in text) + ")"
         finally:
             if proc.poll() is None:
-                kill_tree(proc.pid)
+                kill_job_tree(proc, timeout=120)
             proc.wait(timeout=120)
         record = {"kill": number + 1, "at": mode, "alive_s": round(time.monotonic() - started, 1),
                   "sigkill": not mode.startswith("the job crashed")}
