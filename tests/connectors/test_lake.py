@@ -2,7 +2,7 @@
 
 These run in the shared test session, whose catalog is Spark's in-memory one: the same
 DDL and partition calls as against Hive. Hive itself (Derby, spark-sql, the Thrift
-server) is exercised by the subprocess tests in tests/e2e/test_lake.py.
+server) is exercised by the subprocess tests in tests/e2e/test_lake_e2e.py.
 """
 from __future__ import annotations
 
