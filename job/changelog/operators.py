@@ -43,11 +43,15 @@ class BucketProcessor(StatefulProcessor):
         if not frames:
             return
         batch = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-        state = pickle.loads(self._state.get()[0]) if self._state.exists() else {}
+        # Each state call is a round trip to the JVM: get() answers None for a bucket
+        # without state (no exists() first), and a bucket that had none and still has
+        # none needs no clear().
+        stored = self._state.get()
+        state = pickle.loads(stored[0]) if stored is not None else {}
         out = self.process(batch, state)
         if state:
             self._state.update((pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL),))
-        else:
+        elif stored is not None:
             self._state.clear()
         if len(out):
             yield out
