@@ -149,12 +149,13 @@ def write_summary(readme: Path = ROOT / "README.md") -> None:
     for line in RESULTS.read_text().splitlines():
         r = json.loads(line)
         latest[(r["query"], r["source"], r["events"])] = r
-    rows = ["| query | source | events | keys | wall s | events/s (wall) | events/s (processing) | batch p50 / p99 ms "
-            "| state rows | peak RSS MB |", "|---|---|---|---|---|---|---|---|---|---|"]
+    rows = ["| query | source | events | keys | wall s | events/s (wall) | CPU s | events per CPU-s | load avg "
+            "| batch p50 / p99 ms | state rows | peak RSS MB |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     names = {"count": "user_count_by_account (upsert GROUP BY)", "join": "color and cheese (3-way LEFT JOIN)"}
     for (query, source, _), r in sorted(latest.items()):
+        cpu = f"{r['cpu_seconds']} | {r['cpu_events_per_s']:,} | {r['load_avg']}" if "cpu_seconds" in r else "– | – | –"
         rows.append(f"| {names.get(query, query)} | {source} | {r['events']:,} | {r['keys']:,} | {r['seconds']} "
-                    f"| {r['events_per_s']:,} | {r['processing_events_per_s']:,} | {r['batch_latency_p50_ms']:,} / "
+                    f"| {r['events_per_s']:,} | {cpu} | {r['batch_latency_p50_ms']:,} / "
                     f"{r['batch_latency_p99_ms']:,} | {r['state_rows']:,} | {r['peak_rss_mb']:,} |")
     text = readme.read_text()
     start, end = "<!-- bench:start -->", "<!-- bench:end -->"
