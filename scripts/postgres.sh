@@ -42,6 +42,12 @@ done
 [[ "$NAME" =~ ^[A-Za-z0-9_.-]+$ ]] || die "bad --name '$NAME' (letters, digits, _ . - only)"
 
 DIR="$ROOT/.services/postgres-$NAME"
+# As root the cluster belongs to the `postgres` user (below), which must be able to reach
+# it: a checkout under a private directory (/root/…) gets its cluster under /var/tmp.
+if [[ "$(id -u)" == 0 ]] && id postgres >/dev/null 2>&1 \
+   && ! runuser -u postgres -- test -x "$ROOT" 2>/dev/null; then
+  DIR="/var/tmp/streamsql-postgres-$(printf '%s' "$ROOT" | md5sum | cut -c1-8)-$NAME"
+fi
 DATA="$DIR/data"
 
 # PostgreSQL refuses to run as root: when we are root, the cluster belongs to the
