@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Sequence
 
 from job.errors import PipelineError
@@ -48,21 +49,20 @@ PATH_SUFFIXES = {".sql": "sql", ".yaml": "yaml", ".yml": "yaml"}
 def sort_positionals(statements: list[str], files: list[str], pipeline):
     """``main.py pipeline.yaml`` and ``main.py a.sql b.sql`` mean files, as users type them:
     a positional argument that is one word ending in .sql/.yaml/.yml is a path, not SQL."""
-    import os
-
     sql_text = []
     files = list(files)
     for arg in statements:
-        kind = PATH_SUFFIXES.get(os.path.splitext(arg.strip())[1].lower())
-        if kind is None or any(ch.isspace() for ch in arg.strip()):
+        word = arg.strip()
+        kind = PATH_SUFFIXES.get(os.path.splitext(word)[1].lower())
+        if kind is None or any(ch.isspace() for ch in word):
             sql_text.append(arg)
         elif kind == "sql":
-            files.append(arg.strip())
+            files.append(word)
         elif pipeline is not None:
-            raise PipelineError(f"two YAML pipelines given ('{pipeline}' and '{arg.strip()}')",
+            raise PipelineError(f"two YAML pipelines given ('{pipeline}' and '{word}')",
                                 hint="run one pipeline per job; put shared statements in .sql files")
         else:
-            pipeline = arg.strip()
+            pipeline = word
     return sql_text, files, pipeline
 
 

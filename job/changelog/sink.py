@@ -121,9 +121,10 @@ def reject_key_mismatch(table, pk: list[str], query_key: list[str], rel: Rel, ma
     """The query's rows are unique on ``query_key``, which the sink's PRIMARY KEY does not
     contain. When every key column of the sink is a plain column of the query (a group key,
     an aggregate's result, a table's column), rows of the query provably share sink keys and
-    would overwrite one another in arbitrary order: an error, as the issue (and Flink's
-    planner, for upsert sinks that cannot materialize) asks. A key column computed by an
-    expression (``COALESCE(l.id, r.id)``) may still be unique, so that case materializes."""
+    would overwrite one another in arbitrary order: a planning error (Flink would
+    materialize here and keep the last row per key; we refuse the provably ambiguous case).
+    A key column computed by an expression (``COALESCE(l.id, r.id)``) may still be unique,
+    so that case materializes."""
     source_of = {sink_col.lower(): internal for internal, sink_col in mapping.items()}
     if any(source_of.get(p.lower()) in rel.computed or p.lower() not in source_of for p in pk):
         return

@@ -160,12 +160,9 @@ def dead_letter_writer(spark, program: Program, table_name: str, letters, checkp
 def trigger_args(program: Program, once: bool) -> dict:
     """AvailableNow under --once; otherwise a micro-batch every interval given by SET, in
     Flink's duration syntax ('10 s', '500 ms', '1 min'), which Spark's parser rejects."""
-    interval_ms = trigger_interval_ms(program.conf)
     if once:
         return {"availableNow": True}
-    return {"processingTime": f"{interval_ms} milliseconds"}
-
-
+    return {"processingTime": f"{trigger_interval_ms(program.conf)} milliseconds"}
 
 
 def start_queries(plans: list[QueryPlan], program: Program, *, once: bool):
