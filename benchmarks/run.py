@@ -120,6 +120,18 @@ def cpu_by_part(pid: int) -> dict[str, float]:
     return dict(parts)
 
 
+def stage_wall_ms(stage: dict) -> int:
+    """A stage's wall time from the REST API's submission and completion timestamps."""
+    from datetime import datetime
+
+    def at(key):
+        return datetime.strptime(stage[key].replace("GMT", "+0000"), "%Y-%m-%dT%H:%M:%S.%f%z")
+    try:
+        return round((at("completionTime") - at("submissionTime")).total_seconds() * 1000)
+    except (KeyError, ValueError):
+        return -1
+
+
 def percentile(values, q):
     values = sorted(values)
     if not values:
@@ -179,6 +191,8 @@ def main() -> None:
     p.add_argument("--max-per-batch", type=int, default=0, help="files or offsets per micro-batch (0: all)")
     p.add_argument("--work", default="/tmp/streamsql-bench")
     p.add_argument("--conf", action="append", default=[], help="extra Spark conf key=value")
+    p.add_argument("--warmup", type=int, default=0,
+                   help="first run the query over this many events in the same JVM, unmeasured (0: cold start)")
     p.add_argument("--note", default="", help="recorded with the result (e.g. the machine's load)")
     p.add_argument("--results", default=str(RESULTS), help="JSON-lines file the result is appended to")
     a = p.parse_args()
@@ -190,29 +204,37 @@ def main() -> None:
     from job.run.session import build_session
 
     work = Path(a.work)
-    data = work / f"data-{a.events}-{a.keys}-{a.files}"
-    if not data.exists():
-        write(data, a.events, a.keys, a.files, seed=1)
-    run_id = f"bench{int(time.time())}"
-    sink = ("'connector' = 'upsert-kafka', 'properties.bootstrap.servers' = '%s', 'key.format' = 'raw', "
-            "'value.format' = 'json'" % a.bootstrap)
-    variables = {"data": str(data), "sink_options": sink, "topic_prefix": f"{run_id}-"}
     conf = dict(kv.split("=", 1) for kv in a.conf)
     spark = build_session("benchmark", conf)
-    files = [str(ROOT / "benchmarks" / "pipelines" / QUERIES[a.query])]
-    if a.source == "files":
-        files.insert(0, str(ROOT / "benchmarks" / "pipelines" / "tables_files.sql"))
-    else:
-        topics = load_kafka(spark, a.bootstrap, data, f"{run_id}-in-")
-        variables.update({f"{t}_topic": n for t, n in topics.items()})
-        files.insert(0, str(ROOT / "benchmarks" / "pipelines" / "tables_kafka.sql"))
-    loaded = load_statements(files=files, variables=variables)
-    program = build_program(loaded)
-    if a.max_per_batch:  # bound micro-batches: several batches show latency and restart costs
-        limit_key = "source.max-files-per-trigger" if a.source == "files" else "scan.max-offsets-per-trigger"
-        for name in set().union(*program.reads.values()):
-            program.catalog.table(name).options[limit_key] = str(a.max_per_batch)
-    plans = plan_queries(spark, program, once=True, checkpoint_dir=str(work / "ckpt" / run_id))
+
+    def prepare(events: int, tag: str):
+        """Generate (once) and load the input, plan the query with a fresh checkpoint."""
+        data = work / f"data-{events}-{a.keys}-{a.files}"
+        if not data.exists():
+            write(data, events, a.keys, a.files, seed=1)
+        run_id = f"bench{int(time.time())}{tag}"
+        sink = ("'connector' = 'upsert-kafka', 'properties.bootstrap.servers' = '%s', 'key.format' = 'raw', "
+                "'value.format' = 'json'" % a.bootstrap)
+        variables = {"data": str(data), "sink_options": sink, "topic_prefix": f"{run_id}-"}
+        files = [str(ROOT / "benchmarks" / "pipelines" / QUERIES[a.query])]
+        if a.source == "files":
+            files.insert(0, str(ROOT / "benchmarks" / "pipelines" / "tables_files.sql"))
+        else:
+            topics = load_kafka(spark, a.bootstrap, data, f"{run_id}-in-")
+            variables.update({f"{t}_topic": n for t, n in topics.items()})
+            files.insert(0, str(ROOT / "benchmarks" / "pipelines" / "tables_kafka.sql"))
+        program = build_program(load_statements(files=files, variables=variables))
+        if a.max_per_batch:  # bound micro-batches: several batches show latency and restart costs
+            limit_key = "source.max-files-per-trigger" if a.source == "files" else "scan.max-offsets-per-trigger"
+            for name in set().union(*program.reads.values()):
+                program.catalog.table(name).options[limit_key] = str(a.max_per_batch)
+        return program, plan_queries(spark, program, once=True, checkpoint_dir=str(work / "ckpt" / run_id))
+
+    if a.warmup:  # the same query over a small input first: JIT-compiled code, running Python workers
+        program, plans = prepare(a.warmup, "w")
+        for q in start_queries(plans, program, once=True):
+            q.awaitTermination()
+    program, plans = prepare(a.events, "")
 
     peak = [0]
     done = threading.Event()
@@ -250,7 +272,7 @@ def main() -> None:
         "processing_events_per_s": round(a.events / (sum(batch_ms) / 1000)) if batch_ms else 0,
         "batch_latency_p50_ms": percentile(batch_ms, 50), "batch_latency_p99_ms": percentile(batch_ms, 99),
         "state_rows": state_rows, "state_mb": round(state_bytes / 1e6, 1), "peak_rss_mb": round(peak[0] / 1e6),
-        "conf": conf, "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "warmup_events": a.warmup, "conf": conf, "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     if a.note:
         result["note"] = a.note
@@ -265,7 +287,8 @@ def main() -> None:
         stages = json.load(urllib.request.urlopen(base + "/stages"))
         for st in sorted(stages, key=lambda s: s["stageId"]):
             if st.get("executorRunTime", 0) > 500:
-                print(f"stage {st['stageId']}: run {st['executorRunTime']} ms, in {st.get('inputRecords')} "
+                wall = stage_wall_ms(st)
+                print(f"stage {st['stageId']}: wall {wall} ms, run {st['executorRunTime']} ms, in {st.get('inputRecords')} "
                       f"shuffle-in {st.get('shuffleReadRecords')} out {st.get('shuffleWriteRecords')} :: {st['name'][:80]}",
                       file=sys.stderr)
 

@@ -26,10 +26,15 @@ from typing import Any, Iterator, Optional
 
 import pandas as pd
 
+from job.changelog import grouped_input
+
 try:  # the operators are importable (and unit-testable) without a JVM
     from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 except ImportError:  # pragma: no cover
     StatefulProcessor = object  # type: ignore
+
+# The Python worker imports this module to unpickle an operator, before it reads any input.
+grouped_input.install()
 
 
 class BucketProcessor(StatefulProcessor):
