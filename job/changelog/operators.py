@@ -137,6 +137,7 @@ class Join(BucketProcessor):
     """
 
     OUTPUT = "sign int, l string, r string"
+    COLUMNS = ("l", "r")
 
     def __init__(self, kind: str, upsert_sides: tuple[int, ...] = ()) -> None:
         self.left_outer = kind in ("left", "full")
@@ -160,10 +161,12 @@ class Join(BucketProcessor):
     def process(self, batch, state):
         before: dict = {}
 
+        columns = self.COLUMNS
+
         def sides_of(jk):
             sides = state.get(jk)
             if sides is None:
-                sides = state[jk] = ({}, {})
+                sides = state[jk] = tuple({} for _ in columns)
             if jk not in before:
                 before[jk] = self.joined(*sides)
             return sides
@@ -183,15 +186,54 @@ class Join(BucketProcessor):
                         target[row] = 1
         for jk, side, sign, row in zip(signed["jk"], signed["side"], signed["sign"], signed["row"]):
             _add(sides_of(jk)[side], row, int(sign))
-        signs, ls, rs = [], [], []
+        signs, combos = [], []
         for jk, old in before.items():
             sides = state[jk]
-            for (l, r), delta in _diff(old, self.joined(*sides)):
-                signs.append(delta), ls.append(l), rs.append(r)
-            if not sides[0] and not sides[1]:
+            for combo, delta in _diff(old, self.joined(*sides)):
+                signs.append(delta), combos.append(combo)
+            if not any(sides):
                 del state[jk]
-        return pd.DataFrame({"sign": pd.Series(signs, dtype="int32"),
-                             "l": pd.Series(ls, dtype=object), "r": pd.Series(rs, dtype=object)})
+        frame = {"sign": pd.Series(signs, dtype="int32")}
+        for i, name in enumerate(columns):
+            frame[name] = pd.Series([combo[i] for combo in combos], dtype=object)
+        return pd.DataFrame(frame)
+
+
+class StarJoin(Join):
+    """INNER and LEFT joins of three or more changelogs on one key, in one operator.
+
+    ``users u LEFT JOIN colour c ON u.uid = c.userUid LEFT JOIN cheese ch ON u.uid =
+    ch.userUid`` needs no second operator: every input is partitioned by the same key, so
+    one state per key holds all inputs (side 0 … n-1) and the output is their join,
+    computed left to right. Planned only when each join's key is the first input's key
+    (or an INNER-joined input's, equal to it), so a partial row always has the key and
+    matches every row of the next input under it. Saves the first join's output, a
+    shuffle and an operator per extra table. Input as :class:`Join`; output ``sign``,
+    ``r0`` … ``r{n-1}`` (row JSONs, NULL where a LEFT join found nothing).
+    """
+
+    def __init__(self, kinds: tuple[str, ...], upsert_sides: tuple[int, ...] = ()) -> None:
+        super().__init__("inner", upsert_sides)
+        self.kinds = kinds  # kinds[i - 1] joins input i to the inputs before it
+        self.COLUMNS = tuple(f"r{i}" for i in range(len(kinds) + 1))
+
+    @property
+    def output_schema(self) -> str:
+        return ", ".join(["sign int"] + [f"{c} string" for c in self.COLUMNS])
+
+    def joined(self, *sides: dict) -> dict:
+        combos = [((row,), n) for row, n in sides[0].items()]
+        for kind, rows in zip(self.kinds, sides[1:]):
+            if rows:
+                combos = [(combo + (row,), n * m) for combo, n in combos for row, m in rows.items()]
+            elif kind == "left":
+                combos = [(combo + (None,), n) for combo, n in combos]
+            else:
+                return {}
+        out: dict = {}
+        for combo, n in combos:
+            out[combo] = out.get(combo, 0) + n
+        return out
 
 
 # --------------------------------------------------------------------------- aggregate

@@ -15,7 +15,7 @@ from sqlglot import exp
 
 from job.catalog import Catalog
 from job.changelog import operators as ops
-from job.changelog.relation import ROW_JSON, SIGN, Field, Rel, conjuncts, output_name, rewrite
+from job.changelog.relation import ROW_JSON, SIGN, Field, PendingJoin, Rel, conjuncts, output_name, rewrite
 from job.connectors.base import APPEND, UPSERT, SourceStream
 from job.errors import PipelineError
 
@@ -178,6 +178,8 @@ class Planner:
         """Normalize a pending upsert table: latest row per key → retractions."""
         from pyspark.sql import functions as F
 
+        if rel.pending_join is not None:
+            return self.settle_join(rel)
         if rel.pending_upsert is None:
             return rel
         cols = rel.cols()
@@ -284,6 +286,13 @@ class Planner:
             raise PipelineError(f"the {kind.upper()} JOIN condition '{mixed[0].sql(dialect='spark')}' compares both sides "
                                 "with something other than '='", hint="move it to WHERE, or make the join INNER")
 
+        # INNER and LEFT joins without conditions of their own, all on one key, become one
+        # operator: a pending join on the left is extended when this join uses its key.
+        one_key = kind in ("inner", "left") and not (left_only or right_only or mixed)
+        extending = left.pending_join is not None and one_key and left.pending_join.extendable
+        if left.pending_join is not None and not extending:
+            left = self.settle(left)
+
         # A side-only condition on the *preserved* side of an outer join decides whether
         # the row may match at all (unmatched rows are still emitted, padded with NULLs);
         # on the other side it simply filters the input.
@@ -316,7 +325,7 @@ class Planner:
                     and keeps_keys_apart(rel, keys))
         fuse_left = fusable(left, [a for a, _ in pairs], left_only)
         fuse_right = fusable(right, [b for _, b in pairs], right_only)
-        if not fuse_left:
+        if not fuse_left and not extending:
             left = self.settle(left)
         if not fuse_right:
             right = self.settle(right)
@@ -326,54 +335,124 @@ class Planner:
             right = self.filter(right, cond, "the JOIN condition")
 
         probe = self.empty_like(left, right)
-        lkeys, rkeys, lplain, rplain = [], [], set(), set()
+        lkeys, rkeys, lplain, rplain, key_types, lcols, rcols = [], [], set(), set(), [], [], []
         for i, (a, b) in enumerate(pairs):
             la, rb = rewrite(a, left, "the JOIN condition"), rewrite(b, right, "the JOIN condition")
             common = probe.select(F.expr(f"coalesce({la}, {rb})")).schema.fields[0].dataType
+            key_types.append(common)
+            lcols.append(la.strip("`"))
+            rcols.append(rb.strip("`"))
             lkeys.append(F.expr(la).cast(common).alias(f"k{i}"))
             rkeys.append(F.expr(rb).cast(common).alias(f"k{i}"))
             if la.strip("`") in left.cols():
                 lplain.add(la.strip("`"))
             if rb.strip("`") in right.cols():
                 rplain.add(rb.strip("`"))
+        if extending:
+            pending = left.pending_join
+            if key_types == pending.key_types and all(c in cols for c, cols in zip(lcols, pending.anchors)) \
+                    and len(lcols) == len(pending.anchors):
+                return self.extend_join(left, right, kind, rkeys, rcols, fuse_right, lplain, rplain, pairs)
+            left = self.settle(left)
 
-        def prepared(rel: Rel, keys, side: int, gates):
-            null_key = F.lit(False)
-            for k in keys:
-                null_key = null_key | k.isNull()
-            for g in gates:
-                null_key = null_key | ~F.coalesce(F.expr(rewrite(g, rel, "the JOIN condition")), F.lit(False))
-            jk = F.when(null_key, F.lit(None)).otherwise(F.to_json(F.struct(*keys), ROW_JSON))
-            if rel.pending_upsert is not None:  # fused: raw upserts, ordered by the join
-                return rel.df.select(jk.alias("jk"), F.lit(side).alias("side"), F.lit(0).alias("sign"),
-                                     self.row_json(rel.cols()).alias("row"), "kind", "seq_major", "seq_minor")
-            return rel.df.select(jk.alias("jk"), F.lit(side).alias("side"), F.col(SIGN).alias("sign"),
-                                 self.row_json(rel.cols()).alias("row"), F.lit(None).cast("string").alias("kind"),
-                                 F.lit(None).cast("string").alias("seq_major"), F.lit(None).cast("long").alias("seq_minor"))
-
-        lp, rp = prepared(left, lkeys, 0, left_gate), prepared(right, rkeys, 1, right_gate)
-        matched = lp.filter("jk IS NOT NULL").unionByName(rp.filter("jk IS NOT NULL"))
+        lp, rp = self.join_input(left, lkeys, 0, left_gate), self.join_input(right, rkeys, 1, right_gate)
         upsert_sides = tuple(side for side, fused in ((0, fuse_left), (1, fuse_right)) if fused)
-        joined = self.stateful(matched.select(self.bucket(F.col("jk")), "*"), ops.Join(kind, upsert_sides), ops.Join.OUTPUT)
         # Rows that cannot match (NULL key) need no state: an outer side passes them
         # through padded with NULLs, an inner side drops them.
+        passthrough = []
         if kind in ("left", "full") and not fuse_left:
-            joined = joined.unionByName(lp.filter("jk IS NULL").select("sign", F.col("row").alias("l"), F.lit(None).cast("string").alias("r")))
+            passthrough.append((0, lp.filter("jk IS NULL")))
         if kind in ("right", "full") and not fuse_right:
-            joined = joined.unionByName(rp.filter("jk IS NULL").select("sign", F.lit(None).cast("string").alias("l"), F.col("row").alias("r")))
-        out = joined.select(*self.from_row_json("l", left.schema_of()), *self.from_row_json("r", right.schema_of()),
-                            F.col("sign").alias(SIGN))
+            passthrough.append((1, rp.filter("jk IS NULL")))
+        # Per key part, the columns that hold the key in every output row: the left key
+        # (left rows are never padded in an INNER or LEFT join), and an INNER join's right key.
+        anchors = [{c for c in ({lc, rc} if kind == "inner" else {lc}) if c in left.cols() + right.cols()}
+                   for lc, rc in zip(lcols, rcols)]
+        pending = PendingJoin(
+            inputs=[lp, rp], schemas=[left.schema_of(), right.schema_of()], kinds=[kind], upsert_sides=upsert_sides,
+            key_types=key_types, anchors=anchors,
+            passthrough=passthrough, schema=self.joined_schema(left, right),
+            extendable=one_key and all(c in left.cols() for c in lcols))
         key = self.join_key(left, right, kind, lplain, rplain)
         steps = left.steps + right.steps + [
             f"{kind} join on {', '.join(a.sql(dialect='spark') + ' = ' + b.sql(dialect='spark') for a, b in pairs)} "
             f"[stateful, {self.buckets} buckets; emits at once, retracts padded rows when a match arrives"
             + ("; normalizes the upsert " + " and ".join(("left", "right")[s_] for s_ in upsert_sides)
                + " side by its key in the same operator" if upsert_sides else "") + "]"]
-        rel = Rel(out, left.fields + right.fields, kind == "inner" and left.append_only and right.append_only, key, steps,
-                  computed=left.computed | right.computed)
+        rel = Rel(None, left.fields + right.fields, kind == "inner" and left.append_only and right.append_only, key, steps,
+                  computed=left.computed | right.computed, pending_join=pending)
         for cond in (mixed if kind == "inner" else []):
             rel = self.filter(rel, cond, "the JOIN condition")
         return rel
+
+    def extend_join(self, left: Rel, right: Rel, kind: str, rkeys, rcols: list, fuse_right: bool, lplain: set,
+                    rplain: set, pairs) -> Rel:
+        """One more input for the pending join on ``left``'s key (see :class:`PendingJoin`)."""
+        pending = left.pending_join
+        side = len(pending.inputs)
+        rows = self.join_input(right, rkeys, side, [])
+        anchors = pending.anchors
+        if kind == "inner":  # an inner-joined input's key equals the key in every output row
+            anchors = [a | ({rc} if rc in right.cols() else set()) for a, rc in zip(anchors, rcols)]
+        extended = pending.extended(
+            inputs=pending.inputs + [rows], schemas=pending.schemas + [right.schema_of()],
+            kinds=pending.kinds + [kind], upsert_sides=pending.upsert_sides + ((side,) if fuse_right else ()),
+            anchors=anchors, schema=self.joined_schema(left, right),
+            # Input 0's NULL-key rows are emitted padded only while every join is LEFT.
+            passthrough=pending.passthrough if kind == "left" else [])
+        steps = left.steps + right.steps + [
+            f"{kind} join on {', '.join(a.sql(dialect='spark') + ' = ' + b.sql(dialect='spark') for a, b in pairs)} "
+            f"[same key: joined in the previous join's operator, now {side + 1} inputs"
+            + ("; normalizes the upsert right side by its key there" if fuse_right else "") + "]"]
+        return Rel(None, left.fields + right.fields, kind == "inner" and left.append_only and right.append_only,
+                   self.join_key(left, right, kind, lplain, rplain), steps,
+                   computed=left.computed | right.computed, pending_join=extended)
+
+    @staticmethod
+    def joined_schema(left: Rel, right: Rel):
+        from pyspark.sql.types import StructType
+
+        return StructType(left.schema_of().fields + right.schema_of().fields)
+
+    def join_input(self, rel: Rel, keys, side: int, gates):
+        """A join input as the operator reads it: the key as JSON (NULL when a key part is
+        NULL or a gate condition fails: such rows never match), the side, and the row."""
+        from pyspark.sql import functions as F
+
+        null_key = F.lit(False)
+        for k in keys:
+            null_key = null_key | k.isNull()
+        for g in gates:
+            null_key = null_key | ~F.coalesce(F.expr(rewrite(g, rel, "the JOIN condition")), F.lit(False))
+        jk = F.when(null_key, F.lit(None)).otherwise(F.to_json(F.struct(*keys), ROW_JSON))
+        if rel.pending_upsert is not None:  # fused: raw upserts, ordered by the join
+            return rel.df.select(jk.alias("jk"), F.lit(side).alias("side"), F.lit(0).alias("sign"),
+                                 self.row_json(rel.cols()).alias("row"), "kind", "seq_major", "seq_minor")
+        return rel.df.select(jk.alias("jk"), F.lit(side).alias("side"), F.col(SIGN).alias("sign"),
+                             self.row_json(rel.cols()).alias("row"), F.lit(None).cast("string").alias("kind"),
+                             F.lit(None).cast("string").alias("seq_major"), F.lit(None).cast("long").alias("seq_minor"))
+
+    def settle_join(self, rel: Rel) -> Rel:
+        """Plan a pending join as its operator: all inputs in one stream, bucketed by key."""
+        from pyspark.sql import functions as F
+
+        pending = rel.pending_join
+        matched = pending.inputs[0].filter("jk IS NOT NULL")
+        for rows in pending.inputs[1:]:
+            matched = matched.unionByName(rows.filter("jk IS NOT NULL"))
+        if len(pending.inputs) == 2:
+            processor, schema = ops.Join(pending.kinds[0], pending.upsert_sides), ops.Join.OUTPUT
+        else:
+            processor = ops.StarJoin(tuple(pending.kinds), pending.upsert_sides)
+            schema = processor.output_schema
+        joined = self.stateful(matched.select(self.bucket(F.col("jk")), "*"), processor, schema)
+        columns = processor.COLUMNS
+        for side, rows in pending.passthrough:
+            joined = joined.unionByName(rows.select("sign", *[
+                (F.col("row") if i == side else F.lit(None).cast("string")).alias(c) for i, c in enumerate(columns)]))
+        decoded = [col for c, schema_ in zip(columns, pending.schemas) for col in self.from_row_json(c, schema_)]
+        return Rel(joined.select(*decoded, F.col("sign").alias(SIGN)), rel.fields, rel.append_only, rel.unique_key,
+                   rel.steps, computed=rel.computed)
 
     @staticmethod
     def join_key(left: Rel, right: Rel, kind: str, lplain: set, rplain: set) -> Optional[frozenset]:

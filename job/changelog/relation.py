@@ -30,6 +30,32 @@ class Field:
 
 
 @dataclass
+class PendingJoin:
+    """INNER/LEFT joins on one key, collected before they become one operator.
+
+    The planner keeps a join of upsert tables on their shared key pending while the next
+    join of the FROM clause can join on the same key too; :meth:`Planner.settle` then
+    plans all of them as one stateful operator (:class:`~job.changelog.operators.Join`
+    for two inputs, :class:`~job.changelog.operators.StarJoin` for more).
+    """
+
+    inputs: list                 # per input: DataFrame of jk, side, sign, row, kind, seq_major, seq_minor
+    schemas: list                # per input: StructType of its columns (to decode its row JSON)
+    kinds: list[str]             # kinds[i - 1]: 'inner' or 'left', joining input i
+    upsert_sides: tuple          # inputs normalized inside the operator (upserts keyed by the join key)
+    key_types: list              # per key part: the type every input's key is cast to
+    anchors: list[set]           # per key part: cols that hold the key in every output row
+    passthrough: list            # (side, DataFrame): NULL-key rows an outer join emits padded, statelessly
+    schema: object               # StructType of the joined columns
+    extendable: bool             # may a following join on the same key become another input
+
+    def extended(self, **changes) -> "PendingJoin":
+        from dataclasses import replace
+
+        return replace(self, **changes)
+
+
+@dataclass
 class Rel:
     df: object                                  # streaming DataFrame: field cols + __sign
     fields: list[Field]
@@ -45,6 +71,8 @@ class Rel:
     # so the sink materializes; a sink key of plain columns that misses the unique key is
     # provably wrong and rejected (see changelog.sink.plan_sink).
     computed: frozenset = frozenset()
+    # Joins waiting to be planned as one operator (``df`` is None until then).
+    pending_join: Optional[PendingJoin] = None
 
     def cols(self) -> list[str]:
         return [f.col for f in self.fields]
@@ -53,7 +81,8 @@ class Rel:
         from pyspark.sql.types import StructType
 
         wanted = self.cols() if cols is None else cols
-        by_name = {f.name: f for f in self.df.schema.fields}
+        schema = self.pending_join.schema if self.pending_join is not None else self.df.schema
+        by_name = {f.name: f for f in schema.fields}
         return StructType([by_name[c] for c in wanted])
 
     def resolve(self, column: exp.Column, where: str) -> Field:

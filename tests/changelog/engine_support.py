@@ -223,6 +223,15 @@ QUERIES = {
         "LEFT JOIN {colors} c ON u.uid = c.userUid LEFT JOIN {cheeses} ch ON u.uid = ch.userUid",
         (("uid", "STRING"), ("accountId", "STRING"), ("score", "INT"), ("color", "STRING"), ("cheese", "STRING")),
         "uid", ("users", "colors", "cheeses")),
+    # Four inputs on one key, one operator: an INNER join, a LEFT join on the inner
+    # side's key, and the same table joined twice.
+    "star": Query(
+        "star",
+        "SELECT u.uid, c.color, ch.cheese, ch2.cheese AS cheese2 FROM {users} u "
+        "JOIN {colors} c ON u.uid = c.userUid LEFT JOIN {cheeses} ch ON c.userUid = ch.userUid "
+        "LEFT JOIN {cheeses} ch2 ON u.uid = ch2.userUid WHERE u.score > 2",
+        (("uid", "STRING"), ("color", "STRING"), ("cheese", "STRING"), ("cheese2", "STRING")),
+        "uid", ("users", "colors", "cheeses")),
     "chain": Query(
         "chain",
         "SELECT u.uid, u.accountId, a.plan, ch.cheese FROM {users} u "

@@ -19,7 +19,7 @@ from tests.changelog.engine_support import (QUERIES, TABLES, Clock, Scenario, as
 # operator starts a Python process when planned); together they cover every query.
 GROUPS = {
     "agg+join3+full": ("agg", "join3", "full"),
-    "having+chain+joinagg": ("having", "chain", "joinagg"),
+    "having+chain+joinagg+star": ("having", "chain", "joinagg", "star"),
 }
 # (seed, state buckets, files per micro-batch): the default 64 buckets, and few so that
 # many keys share one bucket's state; one file per micro-batch, and two, so that events of
