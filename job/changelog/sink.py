@@ -138,14 +138,21 @@ def reject_key_mismatch(table, pk: list[str], query_key: list[str], rel: Rel, ma
 
 def collapse(batch, pk: list[str], cols: list[str]):
     """Net change per primary key in one micro-batch → one '+U' (the surviving row) or
-    one '-D' (the key's last row is gone)."""
+    one '-D' (the key's last row is gone); a key whose changes cancel out is left alone.
+
+    One shuffle: the changes are gathered per key and netted per row there (a key has a
+    handful of changes per batch, usually one retraction and one insertion)."""
     from pyspark.sql import functions as F
 
     keyed = batch.select(F.to_json(F.struct(*[F.col(f"`{p}`") for p in pk]), ROW_JSON).alias("__pk"),
-                         F.to_json(F.struct(*[F.col(f"`{c}`") for c in cols]), ROW_JSON).alias("__row"), F.col(SIGN))
-    net = keyed.groupBy("__pk", "__row").agg(F.sum(SIGN).alias("__n")).filter("__n != 0")
-    per_key = net.groupBy("__pk").agg(F.max(F.when(F.col("__n") > 0, F.col("__row"))).alias("__up"),
-                                      F.max("__row").alias("__any"))
+                         F.struct(F.to_json(F.struct(*[F.col(f"`{c}`") for c in cols]), ROW_JSON).alias("r"),
+                                  F.col(SIGN).alias("s")).alias("__change"))
+    changes = keyed.groupBy("__pk").agg(F.collect_list("__change").alias("__changes"))
+    net = F.expr("filter(transform(array_distinct(transform(__changes, c -> c.r)), row -> named_struct('r', row, "
+                 "'n', aggregate(filter(__changes, c -> c.r = row), 0L, (total, c) -> total + c.s))), x -> x.n != 0)")
+    per_key = changes.select(net.alias("__net")).filter(F.size("__net") > 0).select(
+        F.array_max(F.transform(F.filter("__net", lambda x: x["n"] > 0), lambda x: x["r"])).alias("__up"),
+        F.array_max(F.transform("__net", lambda x: x["r"])).alias("__any"))
     schema = batch.select(*[F.col(f"`{c}`") for c in cols]).schema
     parsed = F.from_json(F.coalesce("__up", "__any"), schema, ROW_JSON)
     return per_key.select(*[parsed[c].alias(c) for c in cols],
