@@ -136,13 +136,16 @@ class Join(BucketProcessor):
     row here, which saves a separate normalize operator (and its shuffle).
     """
 
-    OUTPUT = "sign int, l string, r string"
     COLUMNS = ("l", "r")
 
     def __init__(self, kind: str, upsert_sides: tuple[int, ...] = ()) -> None:
         self.left_outer = kind in ("left", "full")
         self.right_outer = kind in ("right", "full")
         self.upsert_sides = upsert_sides
+
+    @property
+    def output_schema(self) -> str:
+        return ", ".join(["sign int"] + [f"{c} string" for c in self.COLUMNS])
 
     def joined(self, left: dict, right: dict) -> dict:
         out: dict = {}
@@ -216,10 +219,6 @@ class StarJoin(Join):
         super().__init__("inner", upsert_sides)
         self.kinds = kinds  # kinds[i - 1] joins input i to the inputs before it
         self.COLUMNS = tuple(f"r{i}" for i in range(len(kinds) + 1))
-
-    @property
-    def output_schema(self) -> str:
-        return ", ".join(["sign int"] + [f"{c} string" for c in self.COLUMNS])
 
     def joined(self, *sides: dict) -> dict:
         combos = [((row,), n) for row, n in sides[0].items()]

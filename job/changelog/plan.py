@@ -8,6 +8,7 @@ retractions — runs in the operators of :mod:`job.changelog.operators`.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable, Optional
 
 import sqlglot
@@ -32,6 +33,11 @@ def parse_select(sql: str) -> exp.Expression:
         first = exc.errors[0] if exc.errors else {}
         raise PipelineError(f"cannot parse the query: {first.get('description', exc)}",
                             hint="the query is Spark SQL; check the statement near this position") from None
+
+
+def on_text(pairs) -> str:
+    """A join's equalities as the user wrote them, for --explain."""
+    return ", ".join(a.sql(dialect="spark") + " = " + b.sql(dialect="spark") for a, b in pairs)
 
 
 def is_windowed(group: Optional[exp.Expression]) -> bool:
@@ -375,8 +381,7 @@ class Planner:
             extendable=one_key and all(c in left.cols() for c in lcols))
         key = self.join_key(left, right, kind, lplain, rplain)
         steps = left.steps + right.steps + [
-            f"{kind} join on {', '.join(a.sql(dialect='spark') + ' = ' + b.sql(dialect='spark') for a, b in pairs)} "
-            f"[stateful, {self.buckets} buckets; emits at once, retracts padded rows when a match arrives"
+            f"{kind} join on {on_text(pairs)} [stateful, {self.buckets} buckets; emits at once, retracts padded rows when a match arrives"
             + ("; normalizes the upsert " + " and ".join(("left", "right")[s_] for s_ in upsert_sides)
                + " side by its key in the same operator" if upsert_sides else "") + "]"]
         rel = Rel(None, left.fields + right.fields, kind == "inner" and left.append_only and right.append_only, key, steps,
@@ -394,15 +399,14 @@ class Planner:
         anchors = pending.anchors
         if kind == "inner":  # an inner-joined input's key equals the key in every output row
             anchors = [a | ({rc} if rc in right.cols() else set()) for a, rc in zip(anchors, rcols)]
-        extended = pending.extended(
-            inputs=pending.inputs + [rows], schemas=pending.schemas + [right.schema_of()],
+        extended = replace(
+            pending, inputs=pending.inputs + [rows], schemas=pending.schemas + [right.schema_of()],
             kinds=pending.kinds + [kind], upsert_sides=pending.upsert_sides + ((side,) if fuse_right else ()),
             anchors=anchors, schema=self.joined_schema(left, right),
             # Input 0's NULL-key rows are emitted padded only while every join is LEFT.
             passthrough=pending.passthrough if kind == "left" else [])
         steps = left.steps + right.steps + [
-            f"{kind} join on {', '.join(a.sql(dialect='spark') + ' = ' + b.sql(dialect='spark') for a, b in pairs)} "
-            f"[same key: joined in the previous join's operator, now {side + 1} inputs"
+            f"{kind} join on {on_text(pairs)} [same key: joined in the previous join's operator, now {side + 1} inputs"
             + ("; normalizes the upsert right side by its key there" if fuse_right else "") + "]"]
         return Rel(None, left.fields + right.fields, kind == "inner" and left.append_only and right.append_only,
                    self.join_key(left, right, kind, lplain, rplain), steps,
@@ -440,12 +444,9 @@ class Planner:
         matched = pending.inputs[0].filter("jk IS NOT NULL")
         for rows in pending.inputs[1:]:
             matched = matched.unionByName(rows.filter("jk IS NOT NULL"))
-        if len(pending.inputs) == 2:
-            processor, schema = ops.Join(pending.kinds[0], pending.upsert_sides), ops.Join.OUTPUT
-        else:
-            processor = ops.StarJoin(tuple(pending.kinds), pending.upsert_sides)
-            schema = processor.output_schema
-        joined = self.stateful(matched.select(self.bucket(F.col("jk")), "*"), processor, schema)
+        processor = (ops.Join(pending.kinds[0], pending.upsert_sides) if len(pending.inputs) == 2
+                     else ops.StarJoin(tuple(pending.kinds), pending.upsert_sides))
+        joined = self.stateful(matched.select(self.bucket(F.col("jk")), "*"), processor, processor.output_schema)
         columns = processor.COLUMNS
         for side, rows in pending.passthrough:
             joined = joined.unionByName(rows.select("sign", *[

@@ -49,11 +49,6 @@ class PendingJoin:
     schema: object               # StructType of the joined columns
     extendable: bool             # may a following join on the same key become another input
 
-    def extended(self, **changes) -> "PendingJoin":
-        from dataclasses import replace
-
-        return replace(self, **changes)
-
 
 @dataclass
 class Rel:
