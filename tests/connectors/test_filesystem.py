@@ -219,6 +219,19 @@ def test_debezium_record_numbering_continues_across_arrow_batches(spark, tmp_pat
         kv for i in range(10) for kv in (("-U", str(i)), ("+U", str(i + 1)))]
 
 
+def test_debezium_windows_line_ends_are_records_without_the_carriage_return(spark, tmp_path):
+    events = [_event("c", after={"id": 1, "name": "a"}), "", "not json",
+              _event("u", before={"id": 1, "name": "a"}, after={"id": 1, "name": "b\r"})]
+    write(tmp_path / "cdc", "a.json", [e + "\r" for e in events])  # write() adds the "\n"
+    got = run_available_now(source(spark, table(tmp_path / "cdc", "debezium-json", primary_key=["id"])).df,
+                            tmp_path / "ck")
+    rows = got.orderBy("__seq_minor").collect()
+    # The blank line is no record but keeps its number; a "\r" inside a value stays.
+    assert [(r["__seq_minor"], r["__kind"], r["name"]) for r in rows] == [
+        (0, "U", "a"), (8, None, None), (12, "U", "b\r")]
+    assert [r["__raw"] for r in rows if r["__error"]] == ["not json"]
+
+
 def test_debezium_bad_event_is_flagged(spark, tmp_path):
     write(tmp_path / "cdc", "a.json", [_event("c", after={"id": 1, "name": "a"}), "not json", _event("x")])
     got = run_available_now(source(spark, table(tmp_path / "cdc", "debezium-json")).df, tmp_path / "ck")
