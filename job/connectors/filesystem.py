@@ -251,8 +251,9 @@ def _text_source(df, table, options, fmt) -> SourceStream:
         return SourceStream(table_frame(lines, table, physical=physical, metadata=metadata, control=control), APPEND)
 
     keyed = bool(table.primary_key)
-    major = F.concat(F.lpad(F.col("__mtime").cast("string"), 15, "0"), F.lit("|"), F.col("__file"), F.lit("|"),
-                     F.lpad(F.col("__block").cast("string"), 20, "0"))
+    # Files in (modification time, path) order; changelog files are read whole (block 0).
+    major = F.concat(F.lpad(F.col("__mtime").cast("string"), 15, "0"), F.lit("|"),
+                     _path_below(F.col("__file"), options["path"]))
     numbered = lines.select("*", major.alias("__seq_major"))
     position = F.concat(F.lit("file "), F.col("__file"), F.lit(" (block "), F.col("__block").cast("string"),
                         F.lit(", record "), F.col("__rec").cast("string"), F.lit(")"))
@@ -265,6 +266,24 @@ def _text_source(df, table, options, fmt) -> SourceStream:
                "__error": F.col("__err"), "__raw": F.col("value"), "__position": position}
     frame = table_frame(rows, table, physical=physical, metadata=metadata, control=control)
     return SourceStream(frame, UPSERT if keyed else CHANGELOG)
+
+
+def _path_below(file_path, directory: str):
+    """``file_path`` from the table's ``directory`` on, for ordering files by path.
+
+    Every record carries its file's position to the changelog operators (shuffled, sorted,
+    passed to Python), so the short form is cheaper than the full URI. Every file of the
+    table has the same qualified prefix, in which the directory's own text ends, so its
+    first occurrence sits at the same place in every path and cutting there keeps the
+    paths' order. A directory that is a glob or is not found in the paths keeps them whole.
+    """
+    from pyspark.sql import functions as F
+
+    needle = re.sub(r"^[A-Za-z][A-Za-z0-9+.-]*:", "", directory).strip("/")
+    if not needle or any(ch in needle for ch in "*?[{\\"):
+        return file_path
+    at = F.instr(file_path, needle)
+    return F.when(at > 0, F.substr(file_path, at + len(needle))).otherwise(file_path)
 
 
 def _partition_value(table, name):

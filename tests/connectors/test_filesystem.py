@@ -345,3 +345,20 @@ def test_sink_rejects_writable_metadata(tmp_path):
     validate_options(table(tmp_path, "json", cols), "source")
     with pytest.raises(PipelineError, match="cannot be written"):
         validate_options(table(tmp_path, "json", cols), "sink")
+
+
+@pytest.mark.parametrize("directory, expected", [
+    ("/data/in/users", ["/a=1/p.json", "/a=2/p.json", "/b.json"]),
+    ("file:///data/in/users/", ["/a=1/p.json", "/a=2/p.json", "/b.json"]),
+    ("in/users", ["/a=1/p.json", "/a=2/p.json", "/b.json"]),          # relative to where the job runs
+    ("/data/*/users", None),                                          # a glob: paths kept whole
+    ("/elsewhere", None),                                             # not in the paths: kept whole
+])
+def test_debezium_order_uses_the_path_below_the_table_directory(spark, directory, expected):
+    from job.connectors.filesystem import _path_below
+
+    paths = ["file:/data/in/users/a=1/p.json", "file:/data/in/users/a=2/p.json", "file:/data/in/users/b.json"]
+    df = spark.createDataFrame([(p,) for p in paths], "__file string")
+    got = [r[0] for r in df.select(_path_below(df["__file"], directory)).collect()]
+    assert got == (expected or paths)
+    assert got == sorted(got)  # the cut keeps the paths' order
