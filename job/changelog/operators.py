@@ -89,6 +89,18 @@ def _diff(before: dict, after: dict) -> Iterator[tuple[Any, int]]:
             yield row, delta
 
 
+def _net_ops(signs: list, keys: list) -> list:
+    """Per output row, its net effect on an upsert sink keyed by ``keys``: '+U' for the
+    row a key ends with, '-D' for a key's retraction when nothing replaces it, None for
+    a retraction that the key's new row overwrites anyway.
+
+    Exact when the operator's output has at most one row per key (an aggregate's group,
+    a join of tables keyed by the join key), which the planner checks before the sink
+    uses it: the sink then needs no shuffle to net each key's changes."""
+    upserted = {k for k, s in zip(keys, signs) if s > 0}
+    return ["+U" if s > 0 else (None if k in upserted else "-D") for k, s in zip(keys, signs)]
+
+
 # --------------------------------------------------------------------------- normalize
 
 class Normalize(BucketProcessor):
@@ -127,8 +139,8 @@ class Join(BucketProcessor):
 
     Input: ``jk`` (join key JSON, never NULL: NULL keys never match and bypass this
     operator), ``side`` (0 left, 1 right), ``sign``, ``row``. Output: ``sign``, ``l``,
-    ``r`` (row JSONs; NULL for the padded side of an outer join).
-    State per join key: the left and right multisets.
+    ``r`` (row JSONs; NULL for the padded side of an outer join), ``net`` (see
+    :func:`_net_ops`, per join key). State per join key: the left and right multisets.
 
     A side listed in ``upsert_sides`` is an upsert table whose primary key *is* its
     join key: its rows arrive un-normalized (``kind`` 'U'/'D' and ``seq_major``/
@@ -145,7 +157,7 @@ class Join(BucketProcessor):
 
     @property
     def output_schema(self) -> str:
-        return ", ".join(["sign int"] + [f"{c} string" for c in self.COLUMNS])
+        return ", ".join(["sign int"] + [f"{c} string" for c in self.COLUMNS] + ["net string"])
 
     def joined(self, left: dict, right: dict) -> dict:
         out: dict = {}
@@ -189,16 +201,17 @@ class Join(BucketProcessor):
                         target[row] = 1
         for jk, side, sign, row in zip(signed["jk"], signed["side"], signed["sign"], signed["row"]):
             _add(sides_of(jk)[side], row, int(sign))
-        signs, combos = [], []
+        signs, combos, keys = [], [], []
         for jk, old in before.items():
             sides = state[jk]
             for combo, delta in _diff(old, self.joined(*sides)):
-                signs.append(delta), combos.append(combo)
+                signs.append(delta), combos.append(combo), keys.append(jk)
             if not any(sides):
                 del state[jk]
         frame = {"sign": pd.Series(signs, dtype="int32")}
         for i, name in enumerate(columns):
             frame[name] = pd.Series([combo[i] for combo in combos], dtype=object)
+        frame["net"] = pd.Series(_net_ops(signs, keys), dtype=object)
         return pd.DataFrame(frame)
 
 
@@ -212,7 +225,7 @@ class StarJoin(Join):
     (or an INNER-joined input's, equal to it), so a partial row always has the key and
     matches every row of the next input under it. Saves the first join's output, a
     shuffle and an operator per extra table. Input as :class:`Join`; output ``sign``,
-    ``r0`` … ``r{n-1}`` (row JSONs, NULL where a LEFT join found nothing).
+    ``r0`` … ``r{n-1}`` (row JSONs, NULL where a LEFT join found nothing), ``net``.
     """
 
     def __init__(self, kinds: tuple[str, ...], upsert_sides: tuple[int, ...] = ()) -> None:
@@ -256,7 +269,7 @@ class Aggregate(BucketProcessor):
     ``aggs`` is a list of (function, value kind, distinct) with function one of
     count_star, count, sum, avg, min, max. Input: ``gk`` (group key JSON), ``sign``,
     ``a0``… (arguments as text). Output: ``sign``, ``gk``, ``r0``… (results as text, cast
-    back to their SQL types by the planner).
+    back to their SQL types by the planner), ``net`` (see :func:`_net_ops`, per group).
 
     State per group: [row count, accumulators…, last emitted results]. Invertible
     aggregates keep (sum, count); MIN, MAX and DISTINCT keep value → count maps, so a
@@ -271,7 +284,7 @@ class Aggregate(BucketProcessor):
 
     @property
     def output_schema(self) -> str:
-        return ", ".join(["sign int", "gk string"] + [f"r{i} string" for i in range(len(self.aggs))])
+        return ", ".join(["sign int", "gk string"] + [f"r{i} string" for i in range(len(self.aggs))] + ["net string"])
 
     def _new(self) -> list:
         accs: list = [0]
@@ -361,6 +374,7 @@ class Aggregate(BucketProcessor):
         frame = {"sign": pd.Series(signs, dtype="int32"), "gk": pd.Series(gks, dtype=object)}
         for i in range(len(self.aggs)):
             frame[f"r{i}"] = pd.Series([r[i] for r in results], dtype=object)
+        frame["net"] = pd.Series(_net_ops(signs, gks), dtype=object)
         return pd.DataFrame(frame)
 
 

@@ -16,7 +16,7 @@ from sqlglot import exp
 
 from job.catalog import Catalog
 from job.changelog import operators as ops
-from job.changelog.relation import ROW_JSON, SIGN, Field, PendingJoin, Rel, conjuncts, output_name, rewrite
+from job.changelog.relation import NET, ROW_JSON, SIGN, Field, PendingJoin, Rel, conjuncts, output_name, rewrite
 from job.connectors.base import APPEND, UPSERT, SourceStream
 from job.errors import PipelineError
 
@@ -203,6 +203,7 @@ class Planner:
 
         rel = self.settle(rel)
         rel.df = rel.df.filter(F.expr(rewrite(cond, rel, where, replacements)))
+        rel.net_key = None
         return rel
 
     def expand(self, rel: Rel, items: list[exp.Expression]) -> list[tuple[str, exp.Expression]]:
@@ -238,6 +239,9 @@ class Planner:
         key = None
         if rel.unique_key is not None and all(c in renames for c in rel.unique_key):
             key = frozenset(renames[c] for c in rel.unique_key)
+        if rel.net_key is not None and all(c in renames for c in rel.net_key):
+            return Rel(rel.df.select(*selected, F.col(SIGN), F.col(NET)), fields, rel.append_only, key, rel.steps,
+                       computed=frozenset(computed), net_key=frozenset(renames[c] for c in rel.net_key))
         return Rel(rel.df.select(*selected, F.col(SIGN)), fields, rel.append_only, key, rel.steps,
                    computed=frozenset(computed))
 
@@ -450,10 +454,23 @@ class Planner:
         columns = processor.COLUMNS
         for side, rows in pending.passthrough:
             joined = joined.unionByName(rows.select("sign", *[
-                (F.col("row") if i == side else F.lit(None).cast("string")).alias(c) for i, c in enumerate(columns)]))
+                (F.col("row") if i == side else F.lit(None).cast("string")).alias(c) for i, c in enumerate(columns)],
+                F.lit(None).cast("string").alias("net")))
         decoded = [col for c, schema_ in zip(columns, pending.schemas) for col in self.from_row_json(c, schema_)]
-        return Rel(joined.select(*decoded, F.col("sign").alias(SIGN)), rel.fields, rel.append_only, rel.unique_key,
-                   rel.steps, computed=rel.computed)
+        # The operator nets by join key. That is the output's unique key when the unique key
+        # is one col per key part, each holding that part in every row with the key's own
+        # type (a cast is not one-to-one: '1' and '01' join as 1): one row per join key, and
+        # rows of one sink key under one join key. NULL-key rows bypass the operator
+        # (unnetted), so they rule it out.
+        unique = rel.unique_key
+        types = {f.name: f.dataType for f in pending.schema.fields}
+        per_join_key = (unique is not None and not pending.passthrough and set(pending.kinds) <= {"inner", "left"}
+                        and len(unique) == len(pending.anchors)
+                        and all(len(unique & anchor) == 1 and types.get(next(iter(unique & anchor))) == key_type
+                                for anchor, key_type in zip(pending.anchors, pending.key_types)))
+        return Rel(joined.select(*decoded, F.col("sign").alias(SIGN), F.col("net").alias(NET)), rel.fields,
+                   rel.append_only, unique, rel.steps, computed=rel.computed,
+                   net_key=unique if per_join_key else None)
 
     @staticmethod
     def join_key(left: Rel, right: Rel, kind: str, lplain: set, rplain: set) -> Optional[frozenset]:
@@ -549,8 +566,9 @@ class Planner:
             fields.append(Field(f"__agg{i}", None, col))
             selected.append(F.col(f"r{i}").cast(dtype).alias(col))
             replacements[call.sql(dialect="spark")] = col
-        agg_rel = Rel(result.select(*selected, F.col("sign").alias(SIGN)), fields, append_only=False,
-                      unique_key=frozenset(f.col for f in fields[: len(gcols)]),
+        group_cols = frozenset(f.col for f in fields[: len(gcols)])
+        agg_rel = Rel(result.select(*selected, F.col("sign").alias(SIGN), F.col("net").alias(NET)), fields,
+                      append_only=False, unique_key=group_cols, net_key=group_cols if gcols else None,
                       steps=rel.steps + [
                           f"aggregate by ({', '.join(g.sql(dialect='spark') for g in resolved_groups) or 'nothing: one global row'}) "
                           f"computing {', '.join(c.sql(dialect='spark') for c in calls) or 'distinct rows'} "

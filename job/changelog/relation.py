@@ -15,6 +15,9 @@ from sqlglot import exp
 from job.errors import PipelineError
 
 SIGN = "__sign"
+# An operator's per-row net effect on an upsert sink ('+U', '-D' or NULL), valid while
+# Rel.net_key is set: see operators._net_ops and changelog.sink.plan_sink.
+NET = "__net"
 
 # to_json/from_json options that round-trip every value the operators carry
 # (microsecond timestamps included).
@@ -68,6 +71,11 @@ class Rel:
     computed: frozenset = frozenset()
     # Joins waiting to be planned as one operator (``df`` is None until then).
     pending_join: Optional[PendingJoin] = None
+    # The cols whose values the last operator netted its changes by, in ``df``'s NET
+    # column. Set only where that operator emits at most one row per such key, and kept
+    # only through projections that pass these cols on unchanged (a filter could drop a
+    # key's new row but keep its retraction).
+    net_key: Optional[frozenset] = None
 
     def cols(self) -> list[str]:
         return [f.col for f in self.fields]

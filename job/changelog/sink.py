@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from job.changelog import operators as ops
-from job.changelog.relation import ROW_JSON, SIGN, Rel
+from job.changelog.relation import NET, ROW_JSON, SIGN, Rel
 from job.connectors.base import APPEND, UPSERT, Connector, Sink
 from job.errors import PipelineError
 
@@ -46,7 +46,8 @@ def target_columns(table, column_names: tuple[str, ...]) -> list:
 def shape_for_sink(rel: Rel, table, column_names: tuple[str, ...]):
     """Select the query's columns as the sink's columns (cast to the sink's types).
 
-    Returns (DataFrame with sink columns + __sign, {internal col → sink column name})."""
+    Returns (DataFrame with sink columns + __sign (+ __net while the rel's net_key is
+    set), {internal col → sink column name})."""
     from pyspark.sql import functions as F
 
     targets = target_columns(table, column_names)
@@ -63,15 +64,16 @@ def shape_for_sink(rel: Rel, table, column_names: tuple[str, ...]):
         if col.is_persisted and col.name not in written:
             selected.append(F.lit(None).cast(col.spark_type).alias(col.name))
     order = [c.name for c in table.columns if c.is_persisted]
-    df = rel.df.select(*selected, F.col(SIGN))
-    return df.select(*[F.col(f"`{n}`") for n in order], F.col(SIGN)), mapping
+    extra = [F.col(SIGN)] + ([F.col(NET)] if rel.net_key is not None else [])
+    df = rel.df.select(*selected, *extra)
+    return df.select(*[F.col(f"`{n}`") for n in order], *extra), mapping
 
 
 def plan_sink(planner, rel: Rel, table, connector: Connector, sink: Sink, column_names=()) -> SinkPlan:
     from pyspark.sql import functions as F
 
     df, mapping = shape_for_sink(rel, table, column_names)
-    cols = [c for c in df.columns if c != SIGN]
+    cols = [c for c in df.columns if c not in (SIGN, NET)]
     if rel.append_only:
         if APPEND not in connector.sink_modes and not connector.accepts_retractions and UPSERT not in connector.sink_modes:
             raise PipelineError(f"connector '{connector.identifier}' cannot take an append-only result")
@@ -95,9 +97,15 @@ def plan_sink(planner, rel: Rel, table, connector: Connector, sink: Sink, column
     if rel.unique_key is not None:
         query_key = sorted(mapping[c] for c in rel.unique_key if c in mapping)
         if len(query_key) == len(rel.unique_key) and {k.lower() for k in query_key} <= {p.lower() for p in pk}:
+            steps = [f"upsert by ({', '.join(pk)}): net change per key per micro-batch "
+                     f"(the query is unique on ({', '.join(query_key) or 'one row'}))"]
+            if rel.net_key is not None and {mapping.get(c, "").lower() for c in rel.net_key} == {p.lower() for p in pk}:
+                # The last operator netted each key's changes already (one row per key, and
+                # no filter since): its '+U'/'-D' rows are the sink's changes, no shuffle.
+                netted = df.filter(F.col(NET).isNotNull()).select(*cols, F.col(NET).alias("__op"))
+                return SinkPlan(netted.writeStream.foreachBatch(lambda b, i: sink.write_changes(b, i)), "upsert", steps)
             return SinkPlan(df.writeStream.foreachBatch(lambda b, i: sink.write_changes(collapse(b, pk, cols), i)),
-                            "upsert", [f"upsert by ({', '.join(pk)}): net change per key per micro-batch "
-                                       f"(the query is unique on ({', '.join(query_key) or 'one row'}))"])
+                            "upsert", steps)
         if len(query_key) == len(rel.unique_key):
             reject_key_mismatch(table, pk, query_key, rel, mapping)
     # Uniqueness on the sink key is unknown (outer joins of keyless inputs, FULL joins on

@@ -56,3 +56,29 @@ def test_string_key_joined_with_a_number_keeps_every_row(spark, kafka_bootstrap,
         users=final_users, nums=final_nums).collect()}
     assert len(expected) == 4
     assert upsert_state(consume(spark, kafka_bootstrap, topic)) == expected
+
+
+def test_cast_key_rows_that_share_a_join_key_are_netted_per_sink_key(spark, kafka_bootstrap, tmp_path):
+    """'1' leaves and '01' arrives in one micro-batch, under the one join key 1: the sink
+    (keyed by uid) must get a delete for '1' and an upsert for '01'. Netting per join key
+    would see a single upsert for key 1 and leave '1' in the sink."""
+    clock = Clock()
+    first = [("c", None, {"uid": "1", "accountId": "a0", "score": 1})]
+    second = [("d", {"uid": "1", "accountId": "a0", "score": 1}, None),
+              ("c", None, {"uid": "01", "accountId": "a1", "score": 2})]
+    write_files(tmp_path / "users", [first, second], clock)
+    write_files(tmp_path / "nums", [[("c", None, {"num": 1, "label": "one"})]], clock)
+    topic = topic_name("engine-castnet")
+    sql = f"""
+    CREATE TABLE users (uid STRING, accountId STRING, score INT, PRIMARY KEY (uid) NOT ENFORCED) WITH (
+      'connector' = 'filesystem', 'path' = '{tmp_path / "users"}', 'format' = 'debezium-json',
+      'source.max-files-per-trigger' = '1');
+    CREATE TABLE nums (num BIGINT, label STRING, PRIMARY KEY (num) NOT ENFORCED) WITH (
+      'connector' = 'filesystem', 'path' = '{tmp_path / "nums"}', 'format' = 'debezium-json');
+    CREATE TABLE out_t (uid STRING, label STRING, PRIMARY KEY (uid) NOT ENFORCED) WITH (
+      'connector' = 'upsert-kafka', 'topic' = '{topic}', 'key.format' = 'raw', 'value.format' = 'json',
+      'properties.bootstrap.servers' = '{kafka_bootstrap}');
+    INSERT INTO out_t SELECT u.uid, n.label FROM users u JOIN nums n ON u.uid = n.num;
+    """
+    assert run(RunOptions(statements=[sql], once=True, checkpoint_dir=str(tmp_path / "checkpoints"))) == 0
+    assert upsert_state(consume(spark, kafka_bootstrap, topic)) == {"01": {"uid": "01", "label": "one"}}

@@ -12,7 +12,7 @@ from collections import Counter
 import pandas as pd
 import pytest
 
-from job.changelog.operators import Aggregate, Join, Materialize, Normalize
+from job.changelog.operators import Aggregate, Join, Materialize, Normalize, _net_ops
 
 
 def frame(**cols):
@@ -25,6 +25,25 @@ def apply(acc: Counter, out: pd.DataFrame, cols) -> None:
         acc[tuple(rec[c] for c in cols)] += int(rec["sign"])
     for key in [k for k, v in acc.items() if v == 0]:
         del acc[key]
+
+
+def apply_net(sink: dict, out: pd.DataFrame, key, cols) -> None:
+    """An upsert sink fed the operator's ``net`` column: '+U' writes the row, '-D' deletes the key.
+
+    A sink applies one batch's changes in no defined order, so a key gets one of them at most."""
+    netted = [key(rec) for rec in out.to_dict("records") if rec["net"] is not None]
+    assert len(netted) == len(set(netted))
+    for rec in out.to_dict("records"):
+        if rec["net"] == "+U":
+            sink[key(rec)] = tuple(rec[c] for c in cols)
+        elif rec["net"] == "-D":
+            assert sink.pop(key(rec)) == tuple(rec[c] for c in cols)  # deletes the row the sink holds
+
+
+def test_net_ops_per_key():
+    assert _net_ops([-1, 1, -1, 1, -1], ["a", "a", "b", "c", "d"]) == [None, "+U", "-D", "+U", "-D"]
+    assert _net_ops([1, -1], ["a", "a"]) == ["+U", None]  # order of a key's rows does not matter
+    assert _net_ops([], []) == []
 
 
 # ----------------------------------------------------------------------------- normalize
@@ -154,7 +173,7 @@ def brute_agg(rows: Counter) -> Counter:
 def test_aggregate_random_matches_brute_force():
     rng = random.Random(11)
     for _ in range(200):
-        op, state, acc, rows = Aggregate(AGGS, global_agg=False), {}, Counter(), Counter()
+        op, state, acc, rows, sink = Aggregate(AGGS, global_agg=False), {}, Counter(), Counter(), {}
         for _batch in range(rng.randint(1, 6)):
             gks, signs, values = [], [], []
             for _ in range(rng.randint(1, 10)):
@@ -168,8 +187,11 @@ def test_aggregate_random_matches_brute_force():
                     del rows[(g, v)]
                 gks.append(g), signs.append(sign), values.append(v)
             batch = frame(gk=gks, sign=signs, **{f"a{i}": values for i in range(1, len(AGGS))})
-            apply(acc, op.process(batch, state), ["gk"] + [f"r{i}" for i in range(len(AGGS))])
+            out = op.process(batch, state)
+            apply(acc, out, ["gk"] + [f"r{i}" for i in range(len(AGGS))])
+            apply_net(sink, out, lambda rec: rec["gk"], ["gk"] + [f"r{i}" for i in range(len(AGGS))])
         assert acc == brute_agg(rows)
+        assert Counter(sink.values()) == acc  # the net ops alone give the same upsert sink
         assert set(state) == {g for g, _ in rows}  # emptied groups leave no state
 
 
@@ -204,7 +226,7 @@ def test_join_with_upsert_sides_matches_normalize_then_join(kind):
     Normalize per side followed by the plain join gives."""
     rng = random.Random(5)
     for _ in range(150):
-        fused, fused_state, fused_acc = Join(kind, upsert_sides=(0, 1)), {}, Counter()
+        fused, fused_state, fused_acc, fused_sink = Join(kind, upsert_sides=(0, 1)), {}, Counter(), {}
         plain, plain_state, plain_acc = Join(kind), {}, Counter()
         norm_states = ({}, {})
         seq = 0
@@ -220,7 +242,10 @@ def test_join_with_upsert_sides_matches_normalize_then_join(kind):
                                         "sign": [0] * len(recs), "row": [r[3] for r in recs],
                                         "kind": [r[2] for r in recs], "seq_major": ["0"] * len(recs),
                                         "seq_minor": [r[4] for r in recs]})
-            apply(fused_acc, fused.process(fused_batch, fused_state), ["l", "r"])
+            out = fused.process(fused_batch, fused_state)
+            apply(fused_acc, out, ["l", "r"])
+            if kind != "full":  # one row per join key: the net ops give the upsert sink
+                apply_net(fused_sink, out, lambda rec: rec["l"][1], ["l", "r"])
             jks, sides, signs, rows = [], [], [], []
             for side in (0, 1):
                 mine = [r for r in recs if r[1] == side]
@@ -234,3 +259,5 @@ def test_join_with_upsert_sides_matches_normalize_then_join(kind):
             if jks:
                 apply(plain_acc, plain.process(frame(jk=jks, side=sides, sign=signs, row=rows), plain_state), ["l", "r"])
         assert fused_acc == plain_acc
+        if kind != "full":
+            assert Counter(fused_sink.values()) == fused_acc
