@@ -183,8 +183,13 @@ def write_summary(readme: Path = ROOT / "README.md") -> None:
                     f"({read_text}) | {r['seconds']} | {r['events_per_s']:,} | {read_rate} "
                     f"| {r.get('cpu_seconds', '–')} | {r.get('load_avg', '–')} | {r['state_rows']:,} "
                     f"| {r['peak_rss_mb']:,} |")
+    write_table(readme, "bench", rows)
+
+
+def write_table(readme: Path, marker: str, rows: list[str]) -> None:
+    """Replace what stands between the README's <!-- marker:start/end --> comments."""
     text = readme.read_text()
-    start, end = "<!-- bench:start -->", "<!-- bench:end -->"
+    start, end = f"<!-- {marker}:start -->", f"<!-- {marker}:end -->"
     if start in text and end in text:
         head, rest = text.split(start, 1)
         _, tail = rest.split(end, 1)
@@ -193,7 +198,10 @@ def write_summary(readme: Path = ROOT / "README.md") -> None:
 
 def main() -> None:
     if "--summary" in sys.argv:
+        from benchmarks import latency
+
         write_summary()
+        latency.write_summary()
         return
     p = argparse.ArgumentParser()
     p.add_argument("--events", type=int, default=1_000_000)

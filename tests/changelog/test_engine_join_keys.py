@@ -16,6 +16,22 @@ from tests.kafka_io import consume, topic_name, upsert_state
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 
+def tables_sql(tmp_path, sink_columns: str, topic: str, bootstrap: str) -> str:
+    """users (STRING key) and nums (BIGINT key) from Debezium files, one file per table
+    and micro-batch, and an upsert-kafka sink out_t keyed by uid."""
+    return f"""
+    CREATE TABLE users (uid STRING, accountId STRING, score INT, PRIMARY KEY (uid) NOT ENFORCED) WITH (
+      'connector' = 'filesystem', 'path' = '{tmp_path / "users"}', 'format' = 'debezium-json',
+      'source.max-files-per-trigger' = '1');
+    CREATE TABLE nums (num BIGINT, label STRING, PRIMARY KEY (num) NOT ENFORCED) WITH (
+      'connector' = 'filesystem', 'path' = '{tmp_path / "nums"}', 'format' = 'debezium-json',
+      'source.max-files-per-trigger' = '1');
+    CREATE TABLE out_t ({sink_columns}, PRIMARY KEY (uid) NOT ENFORCED) WITH (
+      'connector' = 'upsert-kafka', 'topic' = '{topic}', 'key.format' = 'raw', 'value.format' = 'json',
+      'properties.bootstrap.servers' = '{bootstrap}');
+    """
+
+
 def test_string_key_joined_with_a_number_keeps_every_row(spark, kafka_bootstrap, tmp_path):
     clock = Clock()
     users = [  # (op, before, after)
@@ -33,16 +49,7 @@ def test_string_key_joined_with_a_number_keeps_every_row(spark, kafka_bootstrap,
     write_files(tmp_path / "nums", [nums, later_nums], clock)
 
     topic = topic_name("engine-castkey")
-    sql = f"""
-    CREATE TABLE users (uid STRING, accountId STRING, score INT, PRIMARY KEY (uid) NOT ENFORCED) WITH (
-      'connector' = 'filesystem', 'path' = '{tmp_path / "users"}', 'format' = 'debezium-json',
-      'source.max-files-per-trigger' = '1');
-    CREATE TABLE nums (num BIGINT, label STRING, PRIMARY KEY (num) NOT ENFORCED) WITH (
-      'connector' = 'filesystem', 'path' = '{tmp_path / "nums"}', 'format' = 'debezium-json',
-      'source.max-files-per-trigger' = '1');
-    CREATE TABLE out_t (uid STRING, accountId STRING, label STRING, PRIMARY KEY (uid) NOT ENFORCED) WITH (
-      'connector' = 'upsert-kafka', 'topic' = '{topic}', 'key.format' = 'raw', 'value.format' = 'json',
-      'properties.bootstrap.servers' = '{kafka_bootstrap}');
+    sql = tables_sql(tmp_path, "uid STRING, accountId STRING, label STRING", topic, kafka_bootstrap) + """
     INSERT INTO out_t SELECT u.uid, u.accountId, n.label FROM users u JOIN nums n ON u.uid = n.num;
     """
     assert run(RunOptions(statements=[sql], once=True, checkpoint_dir=str(tmp_path / "checkpoints"))) == 0
@@ -69,15 +76,7 @@ def test_cast_key_rows_that_share_a_join_key_are_netted_per_sink_key(spark, kafk
     write_files(tmp_path / "users", [first, second], clock)
     write_files(tmp_path / "nums", [[("c", None, {"num": 1, "label": "one"})]], clock)
     topic = topic_name("engine-castnet")
-    sql = f"""
-    CREATE TABLE users (uid STRING, accountId STRING, score INT, PRIMARY KEY (uid) NOT ENFORCED) WITH (
-      'connector' = 'filesystem', 'path' = '{tmp_path / "users"}', 'format' = 'debezium-json',
-      'source.max-files-per-trigger' = '1');
-    CREATE TABLE nums (num BIGINT, label STRING, PRIMARY KEY (num) NOT ENFORCED) WITH (
-      'connector' = 'filesystem', 'path' = '{tmp_path / "nums"}', 'format' = 'debezium-json');
-    CREATE TABLE out_t (uid STRING, label STRING, PRIMARY KEY (uid) NOT ENFORCED) WITH (
-      'connector' = 'upsert-kafka', 'topic' = '{topic}', 'key.format' = 'raw', 'value.format' = 'json',
-      'properties.bootstrap.servers' = '{kafka_bootstrap}');
+    sql = tables_sql(tmp_path, "uid STRING, label STRING", topic, kafka_bootstrap) + """
     INSERT INTO out_t SELECT u.uid, n.label FROM users u JOIN nums n ON u.uid = n.num;
     """
     assert run(RunOptions(statements=[sql], once=True, checkpoint_dir=str(tmp_path / "checkpoints"))) == 0
