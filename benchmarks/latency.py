@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.run import QUERIES, READS, percentile, write_table  # noqa: E402
+from benchmarks.run import QUERIES, READS, append_result, percentile, sink_options, write_table  # noqa: E402
 
 LATENCY_RESULTS = ROOT / "benchmarks" / "results" / "latency.jsonl"
 TABLES = ("users", "colors", "cheeses")
@@ -180,18 +180,16 @@ def main() -> None:
     spark = build_session("latency-benchmark", {"spark.sql.streaming.numRecentProgressUpdates": "100000"})
     work = Path(a.work) / run_id
 
-    sink = ("'connector' = 'upsert-kafka', 'properties.bootstrap.servers' = '%s', 'key.format' = 'raw', "
-            "'value.format' = 'json'" % a.bootstrap)
-    variables = {"sink_options": sink, "topic_prefix": f"{run_id}-", **{f"{t}_topic": n for t, n in topics.items()}}
+    variables = {"sink_options": sink_options(a.bootstrap), "topic_prefix": f"{run_id}-",
+                 **{f"{t}_topic": n for t, n in topics.items()}}
     statements = load_statements(files=[str(ROOT / "benchmarks" / "pipelines" / "tables_kafka.sql"),
                                         str(ROOT / "benchmarks" / "pipelines" / QUERIES[a.query])],
                                  variables=variables)
     program = build_program(statements)
     if a.interval:
         program.conf["execution.checkpointing.interval"] = a.interval
-    for name in program.catalog.tables:
-        if name in ("users", "user_favorite_color", "user_favorite_cheese"):
-            program.catalog.table(name).options["scan.startup.mode"] = "earliest-offset"
+    for name in set().union(*program.reads.values()):  # the feeder starts first: read from the start
+        program.catalog.table(name).options["scan.startup.mode"] = "earliest-offset"
 
     feeder = start_feeder(spark, a.bootstrap, prefix, a.rate, a.keys, str(work / "feeder"))
     plans = plan_queries(spark, program, once=False, checkpoint_dir=str(work / "ckpt"))
@@ -228,13 +226,7 @@ def main() -> None:
         "drain_s": round(drained - fed_until, 1), "load_avg": round(os.getloadavg()[0], 1),
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    if a.note:
-        result["note"] = a.note
-    results = Path(a.results)
-    results.parent.mkdir(parents=True, exist_ok=True)
-    with open(results, "a") as f:
-        f.write(json.dumps(result) + "\n")
-    print(json.dumps(result, indent=1))
+    append_result(result, a.results, a.note)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import threading
 import time
@@ -167,6 +166,23 @@ def load_kafka(spark, bootstrap: str, data: Path, prefix: str) -> dict[str, str]
     return topics
 
 
+def sink_options(bootstrap: str) -> str:
+    """The WITH options of the query's upsert-kafka sink (the pipelines' {{ sink_options }})."""
+    return ("'connector' = 'upsert-kafka', 'properties.bootstrap.servers' = '%s', 'key.format' = 'raw', "
+            "'value.format' = 'json'" % bootstrap)
+
+
+def append_result(result: dict, path: str, note: str) -> None:
+    """One JSON line per run in ``path``, also printed."""
+    if note:
+        result["note"] = note
+    results = Path(path)
+    results.parent.mkdir(parents=True, exist_ok=True)
+    with open(results, "a") as f:
+        f.write(json.dumps(result) + "\n")
+    print(json.dumps(result, indent=1))
+
+
 def write_summary(readme: Path = ROOT / "README.md") -> None:
     """The latest result per (query, source, cold/warm) as a table between the README's bench markers."""
     latest: dict = {}
@@ -235,9 +251,7 @@ def main() -> None:
         if not data.exists():
             write(data, events, a.keys, a.files, seed=1)
         run_id = f"bench{int(time.time())}{tag}"
-        sink = ("'connector' = 'upsert-kafka', 'properties.bootstrap.servers' = '%s', 'key.format' = 'raw', "
-                "'value.format' = 'json'" % a.bootstrap)
-        variables = {"data": str(data), "sink_options": sink, "topic_prefix": f"{run_id}-"}
+        variables = {"data": str(data), "sink_options": sink_options(a.bootstrap), "topic_prefix": f"{run_id}-"}
         files = [str(ROOT / "benchmarks" / "pipelines" / QUERIES[a.query])]
         if a.source == "files":
             files.insert(0, str(ROOT / "benchmarks" / "pipelines" / "tables_files.sql"))
@@ -299,13 +313,7 @@ def main() -> None:
         "state_rows": state_rows, "state_mb": round(state_bytes / 1e6, 1), "peak_rss_mb": round(peak[0] / 1e6),
         "warmup_events": a.warmup, "conf": conf, "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    if a.note:
-        result["note"] = a.note
-    results = Path(a.results)
-    results.parent.mkdir(parents=True, exist_ok=True)
-    with open(results, "a") as f:
-        f.write(json.dumps(result) + "\n")
-    print(json.dumps(result, indent=1))
+    append_result(result, a.results, a.note)
     if conf.get("spark.ui.enabled") == "true":  # per-stage wall time, to see where time goes
         import urllib.request
         base = spark.sparkContext.uiWebUrl + "/api/v1/applications/" + spark.sparkContext.applicationId

@@ -239,11 +239,12 @@ class Planner:
         key = None
         if rel.unique_key is not None and all(c in renames for c in rel.unique_key):
             key = frozenset(renames[c] for c in rel.unique_key)
+        net_key = None
         if rel.net_key is not None and all(c in renames for c in rel.net_key):
-            return Rel(rel.df.select(*selected, F.col(SIGN), F.col(NET)), fields, rel.append_only, key, rel.steps,
-                       computed=frozenset(computed), net_key=frozenset(renames[c] for c in rel.net_key))
-        return Rel(rel.df.select(*selected, F.col(SIGN)), fields, rel.append_only, key, rel.steps,
-                   computed=frozenset(computed))
+            net_key = frozenset(renames[c] for c in rel.net_key)
+        extra = [F.col(SIGN)] + ([F.col(NET)] if net_key is not None else [])
+        return Rel(rel.df.select(*selected, *extra), fields, rel.append_only, key, rel.steps,
+                   computed=frozenset(computed), net_key=net_key)
 
     def union_all(self, rels: list[Rel]) -> Rel:
         from pyspark.sql import functions as F
