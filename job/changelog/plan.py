@@ -16,7 +16,8 @@ from sqlglot import exp
 
 from job.catalog import Catalog
 from job.changelog import operators as ops
-from job.changelog.relation import NET, ROW_JSON, SIGN, Field, PendingJoin, Rel, conjuncts, output_name, rewrite
+from job.changelog.relation import (NET, ROW_JSON, SIGN, Field, PendingJoin, Rel, conjuncts, output_name,
+                                    reject_unsupported, rewrite)
 from job.connectors.base import APPEND, UPSERT, SourceStream
 from job.errors import PipelineError
 
@@ -109,6 +110,11 @@ class Planner:
             if node.args.get(clause):
                 raise PipelineError(f"{clause.upper()} is not supported in a streaming query",
                                     hint="a streaming result has no order; sort where you read the sink")
+        # Before aggregates are looked for: an aggregate inside a subquery is not this query's.
+        clauses = [(item, "the select list") for item in node.expressions]
+        clauses += [(node.args[c], where) for c, where in (("where", "WHERE"), ("having", "HAVING")) if node.args.get(c)]
+        for part, where in clauses:
+            reject_unsupported(part, where)
         with_ = node.args.get("with_") or node.args.get("with")
         if with_:
             for cte in with_.expressions:
@@ -488,8 +494,33 @@ class Planner:
     # ------------------------------------------------------------------ aggregate
     @staticmethod
     def agg_calls(node: exp.Expression):
+        """Aggregate calls, each with its FILTER (WHERE …) clause if it has one."""
         for call in node.find_all(exp.AggFunc):
-            yield call
+            parent = call.parent
+            yield parent if isinstance(parent, exp.Filter) and parent.this is call else call
+
+    @staticmethod
+    def agg_parts(call: exp.Expression):
+        """(function node, argument, DISTINCT?) of an aggregate call. A FILTER (WHERE c)
+        or COUNT_IF(c) becomes the argument ``CASE WHEN c THEN arg END``: every supported
+        aggregate skips NULLs, so a row the condition rejects does not count."""
+        cond = None
+        if isinstance(call, exp.Filter):
+            cond, call = call.expression.this, call.this
+        if isinstance(call, exp.CountIf):
+            cond = call.this if cond is None else exp.and_(cond, call.this)
+            call = exp.Count(this=exp.Star())
+        arg = call.this
+        distinct = isinstance(arg, exp.Distinct)
+        if distinct:
+            if len(arg.expressions) != 1:
+                return call, arg, distinct  # rejected by the caller
+            arg = arg.expressions[0]
+        if cond is not None and not distinct and (isinstance(arg, exp.Star) or isinstance(arg, exp.Literal)):
+            arg = exp.Literal.number(1)
+        if cond is not None:
+            arg = exp.Case().when(cond.copy(), arg.copy())
+        return call, arg, distinct
 
     def aggregate(self, rel: Rel, node: exp.Select) -> Rel:
         from pyspark.sql import functions as F
@@ -521,16 +552,14 @@ class Planner:
         gexprs = [F.expr(rewrite(g, rel, "GROUP BY")).alias(c) for g, c in zip(resolved_groups, gcols)]
         specs, arg_exprs, result_types = [], [], []
         for i, call in enumerate(calls):
-            fn = SUPPORTED_AGGS.get(type(call))
+            function, arg, distinct = self.agg_parts(call)
+            fn = SUPPORTED_AGGS.get(type(function))
             if fn is None:
                 raise PipelineError(f"aggregate function {call.sql(dialect='spark')} is not supported on a changelog",
-                                    hint="supported: COUNT, COUNT(DISTINCT), SUM, AVG, MIN, MAX")
-            arg = call.this
-            distinct = isinstance(arg, exp.Distinct)
-            if distinct:
-                if len(arg.expressions) != 1:
-                    raise PipelineError(f"{call.sql(dialect='spark')}: DISTINCT over several columns is not supported")
-                arg = arg.expressions[0]
+                                    hint="supported: COUNT, COUNT(DISTINCT), SUM, AVG, MIN, MAX, each also with "
+                                         "FILTER (WHERE …), and COUNT_IF")
+            if isinstance(arg, exp.Distinct):
+                raise PipelineError(f"{call.sql(dialect='spark')}: DISTINCT over several columns is not supported")
             if fn == "count" and (isinstance(arg, exp.Star) or (isinstance(arg, exp.Literal) and not distinct)):
                 specs.append(("count_star", "int", False))
                 arg_exprs.append(None)

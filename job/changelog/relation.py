@@ -119,6 +119,7 @@ def rewrite(node: exp.Expression, rel: Rel, where: str, replacements: Optional[d
     to internal columns; they win over column resolution.
     """
     replacements = replacements or {}
+    reject_unsupported(node, where)
 
     def swap(n: exp.Expression):
         if replacements:
@@ -130,6 +131,18 @@ def rewrite(node: exp.Expression, rel: Rel, where: str, replacements: Optional[d
         return n
 
     return node.copy().transform(swap).sql(dialect="spark")
+
+
+def reject_unsupported(node: exp.Expression, where: str) -> None:
+    """Expressions Spark cannot evaluate row by row on a stream, refused while planning
+    (Spark would fail only when the query starts, naming internal columns)."""
+    for found in node.find_all(exp.Window, exp.Select):
+        if isinstance(found, exp.Window):
+            raise PipelineError(f"the window function {found.sql(dialect='spark')} in {where} is not supported on a "
+                                f"changelog", hint="Spark streaming has no OVER (…) windows; GROUP BY with MIN, MAX "
+                                                   "or COUNT gives a per-key result that stays correct under updates")
+        raise PipelineError(f"a subquery in {where} is not supported on a changelog",
+                            hint="write it as a JOIN, e.g. JOIN (SELECT DISTINCT k FROM t) s ON … for IN (SELECT k FROM t)")
 
 
 def conjuncts(node: Optional[exp.Expression]) -> list[exp.Expression]:

@@ -207,11 +207,14 @@ AGG_COLUMNS = (("accountId", "STRING"), ("n", "BIGINT"), ("total", "BIGINT"), ("
                ("ds", "BIGINT"))
 
 QUERIES = {
+    # Conditional aggregates (FILTER, COUNT_IF) as well: rows their condition rejects,
+    # and rows that stop or start meeting it on an update.
     "agg": Query(
         "agg",
         "SELECT accountId, COUNT(*) AS n, SUM(score) AS total, MIN(score) AS lo, MAX(score) AS hi, "
-        "COUNT(DISTINCT score) AS ds FROM {users} GROUP BY accountId",
-        AGG_COLUMNS, "accountId", ("users",)),
+        "COUNT(DISTINCT score) AS ds, COUNT(*) FILTER (WHERE score > 4) AS big, COUNT_IF(score < 3) AS small, "
+        "SUM(score) FILTER (WHERE uid > 'u2') AS part FROM {users} GROUP BY accountId",
+        AGG_COLUMNS + (("big", "BIGINT"), ("small", "BIGINT"), ("part", "BIGINT")), "accountId", ("users",)),
     "having": Query(
         "having",
         "SELECT accountId, COUNT(*) AS n, SUM(score) AS total, MIN(score) AS lo, MAX(score) AS hi, "

@@ -94,3 +94,28 @@ def test_sink_key_computed_from_the_key_is_materialized_not_rejected(spark):
                              "INSERT INTO by_upper SELECT UPPER(uid) AS uid, accountId FROM users")
     assert code == 0, err
     assert "materialized" in out, out
+
+
+@pytest.mark.parametrize("select,message", [
+    ("SELECT uid, accountId FROM (SELECT uid, accountId, ROW_NUMBER() OVER (PARTITION BY accountId ORDER BY score) "
+     "AS rn FROM users) WHERE rn <= 2", "the window function ROW_NUMBER() OVER (PARTITION BY accountId ORDER BY score)"),
+    ("SELECT uid, accountId FROM users WHERE accountId IN (SELECT userUid FROM colors)", "a subquery in WHERE"),
+    ("SELECT uid, accountId FROM users WHERE EXISTS (SELECT 1 FROM colors WHERE userUid = uid)", "a subquery in WHERE"),
+    ("SELECT uid, (SELECT MAX(color) FROM colors) AS accountId FROM users", "a subquery in the select list"),
+])
+def test_expressions_spark_cannot_stream_are_rejected_while_planning(spark, select, message):
+    """They used to pass --dry-run and fail only when the query started, with Spark's
+    message about internal columns (exit 1), or in the case of IN (SELECT …) with an
+    error about aggregations."""
+    code, out, err = dry_run(sink("rows", "uid STRING, accountId STRING", "uid"), f"INSERT INTO rows {select}")
+    assert code == 2, out + err
+    assert message in err and "not supported on a changelog" in err and "_c" not in err, err
+
+
+def test_aggregate_filter_clause_and_count_if_are_planned(spark):
+    code, out, err = dry_run(sink("filtered", "accountId STRING, big BIGINT, small BIGINT, hi INT", "accountId"),
+                             "INSERT INTO filtered SELECT accountId, COUNT(*) FILTER (WHERE score > 4) AS big, "
+                             "COUNT_IF(score < 3) AS small, MAX(score) FILTER (WHERE accountId <> 'a1') AS hi "
+                             "FROM users GROUP BY accountId")
+    assert code == 0, err
+    assert "COUNT(*) FILTER(WHERE score > 4)" in out, out
