@@ -20,8 +20,10 @@ receives exactly the change between two consistent states.
 """
 from __future__ import annotations
 
+import math
 import pickle
 from decimal import Decimal
+from fractions import Fraction
 from typing import Any, Iterator, Optional
 
 import pandas as pd
@@ -313,6 +315,10 @@ class Aggregate(BucketProcessor):
             elif fn == "count":
                 acc[slot] += sign
             else:
+                if kind == "float" and math.isfinite(value):
+                    # Exact, so retractions cancel exactly: a float running sum would keep
+                    # the rounding of every row ever added (1e20 + 1 - 1e20 gives 0).
+                    value = Fraction(value)
                 acc[slot][0] += value * sign
                 acc[slot][1] += sign
 
@@ -337,9 +343,9 @@ class Aggregate(BucketProcessor):
             elif fn in ("min", "max"):
                 value = (min(a) if fn == "min" else max(a)) if a else None
             elif fn == "sum":
-                value = a[0] if a[1] else None
+                value = None if not a[1] else float(a[0]) if kind == "float" else a[0]
             else:  # avg
-                value = None if not a[1] else (a[0] / Decimal(a[1]) if kind == "decimal" else a[0] / a[1])
+                value = None if not a[1] else (a[0] / Decimal(a[1]) if kind == "decimal" else float(a[0] / a[1]))
             out.append(None if value is None else _text(value))
         return tuple(out)
 

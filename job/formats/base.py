@@ -73,7 +73,10 @@ def as_text(value: "Column") -> "Column":
 
 TIMESTAMP_FORMATS = {
     # Flink's 'SQL' standard: 2024-01-31 12:00:00.000; 'ISO-8601': 2024-01-31T12:00:00.000
-    "SQL": "yyyy-MM-dd HH:mm:ss[.SSSSSS][.SSS][.S]",
-    "ISO-8601": "yyyy-MM-dd'T'HH:mm:ss[.SSSSSS][.SSS][.S][XXX]",
+    # Spark parses 1 to 9 fraction digits with this pattern (nanoseconds are cut to micro-
+    # seconds): Flink writes as many as a TIMESTAMP(p) has.
+    "SQL": "yyyy-MM-dd HH:mm:ss[.SSSSSSSSS]",
+    "ISO-8601": "yyyy-MM-dd'T'HH:mm:ss[.SSSSSSSSS][XXX]",
 }
-TIMESTAMP_WRITE_FORMATS = {"SQL": "yyyy-MM-dd HH:mm:ss.SSS", "ISO-8601": "yyyy-MM-dd'T'HH:mm:ss.SSS"}
+# Microseconds, Spark's TIMESTAMP precision: milliseconds would lose part of every value.
+TIMESTAMP_WRITE_FORMATS = {"SQL": "yyyy-MM-dd HH:mm:ss.SSSSSS", "ISO-8601": "yyyy-MM-dd'T'HH:mm:ss.SSSSSS"}

@@ -36,7 +36,8 @@ def encode(row, options):
 
     std = options.get("timestamp-format.standard", "SQL")
     return F.to_json(row, {"ignoreNullFields": str(options.get("encode.ignore-null-fields", False)).lower(),
-                           "timestampFormat": TIMESTAMP_WRITE_FORMATS[std]})
+                           "timestampFormat": TIMESTAMP_WRITE_FORMATS[std],
+                           "timestampNTZFormat": TIMESTAMP_WRITE_FORMATS[std]})
 
 
 FORMAT = Format("json", "JSON objects, one per record.", OPTIONS, decode=decode, encode=encode)

@@ -208,6 +208,19 @@ def test_decimal_sum_is_exact():
     assert list(out.r0) == ["0.60"]
 
 
+def test_float_sum_and_avg_cancel_retractions_exactly():
+    """A running float sum keeps the rounding of rows long retracted: 1e20 + 1.5 - 1e20
+    would be 0.0. The sum of the rows still there is what batch SQL reports."""
+    op, state = Aggregate([("sum", "float", False), ("avg", "float", False)], global_agg=False), {}
+    op.process(frame(gk=["g", "g"], sign=[1, 1], a0=["1e20", "1.5"], a1=["1e20", "1.5"]), state)
+    out = op.process(frame(gk=["g"], sign=[-1], a0=["1e20"], a1=["1e20"]), state)
+    assert list(zip(out.sign, out.r0, out.r1))[-1] == (1, "1.5", "1.5")
+    out = op.process(frame(gk=["g", "g"], sign=[1, 1], a0=["0.1", "0.2"], a1=["0.1", "0.2"]), state)
+    assert list(out.r0)[-1] == repr(1.5 + 0.1 + 0.2) and list(out.r1)[-1] == repr((1.5 + 0.1 + 0.2) / 3)
+    out = op.process(frame(gk=["g", "g"], sign=[1, -1], a0=["inf", "1.5"], a1=["inf", "1.5"]), state)
+    assert list(out.r0)[-1] == "inf"  # an infinite value cannot be exact; it still sums
+
+
 # ----------------------------------------------------------------------------- materialize
 
 def test_materialize_shows_latest_row_per_key():

@@ -294,7 +294,7 @@ def test_csv_sink_and_batch_append(spark, tmp_path):
                       "UNION ALL SELECT 2, NULL, NULL")
     sink(spark, t, tmp_path / "ck").write_append(batch, 0)
     lines = sorted(r["value"] for r in spark.read.text(str(tmp_path / "out")).collect())
-    assert lines == ['1,"a,b",2024-01-01 10:00:00.500', "2,,"]
+    assert lines == ['1,"a,b",2024-01-01 10:00:00.500000', "2,,"]  # microseconds, Spark's precision
     # ... and the csv source reads them back.
     got = run_available_now(source(spark, t).df, tmp_path / "ck2")
     assert_df_equality(got.select("id", "name", "ts"), batch, ignore_row_order=True, ignore_nullable=True)
