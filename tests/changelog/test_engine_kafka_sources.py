@@ -1,0 +1,93 @@
+"""The changelog engine over upsert-kafka sources with several partitions.
+
+The same random changelogs as test_engine_properties.py, produced as upsert records
+(an insert or update is the row under its key, a delete a tombstone, so there are
+tombstones for absent keys and duplicates too) into three-partition topics: a key's
+records share a partition, different keys' records interleave across partitions, and
+micro-batches cut every partition at a different point. Each sink must then hold what
+batch Spark SQL computes over the tables' final contents.
+"""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from job.run.runner import RunOptions, run
+from tests.changelog.engine_support import QUERIES, TABLES, assert_sink_matches, fresh_topics, random_changelog
+from tests.kafka_io import produce, topic_name
+
+PARTITIONS = 3
+
+
+def create_topic(spark, bootstrap: str, topic: str, partitions: int) -> None:
+    """Through Kafka's AdminClient in the driver JVM (kafka-clients comes with Spark's connector)."""
+    jvm = spark.sparkContext._jvm
+    props = jvm.java.util.Properties()
+    props.put("bootstrap.servers", bootstrap)
+    admin = jvm.org.apache.kafka.clients.admin.AdminClient.create(props)
+    try:
+        new = jvm.org.apache.kafka.clients.admin.NewTopic(topic, partitions, jvm.java.lang.Short.valueOf("1"))
+        admin.createTopics(jvm.java.util.Collections.singletonList(new)).all().get()
+    finally:
+        admin.close()
+
+
+def partitions_used(spark, bootstrap: str, topic: str) -> int:
+    df = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
+          .option("startingOffsets", "earliest").load())
+    return df.select("partition").distinct().count()
+
+
+class UpsertScenario:
+    """Random changelogs, kept as events (for the reference) and produced as upsert records."""
+
+    def __init__(self, seed: int, tables) -> None:
+        rng = random.Random(seed)
+        self.seed = seed
+        self.events = {name: random_changelog(TABLES[name], rng, 150) for name in tables}
+
+    def final(self, table: str) -> list[dict]:
+        from tests.changelog.engine_support import final_contents
+
+        return final_contents(TABLES[table], self.events[table])
+
+    def records(self, table: str):
+        key = TABLES[table].key
+        for op, before, after in self.events[table]:
+            yield (before[key], None) if op == "d" else (after[key], after)
+
+
+def source_ddl(table: str, topic: str, bootstrap: str, per_trigger: int) -> str:
+    t = TABLES[table]
+    return (f"CREATE TABLE {t.name} ({t.ddl_columns}, PRIMARY KEY ({t.key}) NOT ENFORCED) WITH ("
+            f"'connector' = 'upsert-kafka', 'topic' = '{topic}', 'key.format' = 'raw', 'value.format' = 'json', "
+            f"'properties.bootstrap.servers' = '{bootstrap}', 'scan.max-offsets-per-trigger' = '{per_trigger}')")
+
+
+@pytest.mark.slow
+@pytest.mark.kafka
+@pytest.mark.parametrize("seed,per_trigger", [(42, 17)])
+def test_queries_over_partitioned_upsert_topics_match_batch_sql(spark, kafka_bootstrap, tmp_path, seed, per_trigger):
+    queries = [QUERIES[name] for name in ("agg", "join3", "chain", "full")]
+    tables = sorted({t for q in queries for t in q.tables})
+    scenario = UpsertScenario(seed, tables)
+    statements = []
+    for table in tables:
+        topic = topic_name(f"in-{table}")
+        create_topic(spark, kafka_bootstrap, topic, PARTITIONS)
+        produce(spark, kafka_bootstrap, topic, scenario.records(table))
+        assert partitions_used(spark, kafka_bootstrap, topic) == PARTITIONS
+        statements.append(source_ddl(table, topic, kafka_bootstrap, per_trigger))
+    topics = fresh_topics(queries)
+    statements += [q.sink_ddl(topics[q.name], kafka_bootstrap) for q in queries]
+    statements += [q.insert() for q in queries]
+    sql = ";\n".join(["SET 'streamsql.state.buckets' = '5'"] + statements) + ";\n"
+    assert run(RunOptions(statements=[sql], once=True, checkpoint_dir=str(tmp_path / "checkpoints"))) == 0
+    failures = []
+    for query in queries:
+        try:
+            assert_sink_matches(spark, kafka_bootstrap, topics[query.name], scenario, query, "upsert-kafka sources")
+        except AssertionError as exc:
+            failures.append(str(exc))
+    assert not failures, "\n\n".join(failures)
