@@ -72,7 +72,7 @@ def as_text(value: "Column") -> "Column":
 
 
 TIMESTAMP_FORMATS = {
-    # Flink's 'SQL' standard: 2024-01-31 12:00:00.000; 'ISO-8601': 2024-01-31T12:00:00.000
+    # Flink's 'SQL' standard: 2024-01-31 12:00:00.123456; 'ISO-8601': 2024-01-31T12:00:00.123456
     # Spark parses 1 to 9 fraction digits with this pattern (nanoseconds are cut to micro-
     # seconds): Flink writes as many as a TIMESTAMP(p) has.
     "SQL": "yyyy-MM-dd HH:mm:ss[.SSSSSSSSS]",

@@ -16,7 +16,8 @@ OPTIONS = (
            description="Events carry Kafka Connect's schema envelope: the change is under 'payload'."),
     Option("ignore-parse-errors", "bool", default=False, description="Skip malformed events."),
     Option("timestamp-format.standard", "enum", default="SQL", choices=("SQL", "ISO-8601"),
-           description="How TIMESTAMP values are read and written."),
+           description="How TIMESTAMP values are written (with microseconds) and read (0 to 9 "
+                       "fraction digits): '2024-01-31 12:00:00.123456' or '2024-01-31T12:00:00.123456'."),
 )
 
 VALID_OPS = ("c", "r", "u", "d")

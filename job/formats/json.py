@@ -9,7 +9,8 @@ OPTIONS = (
     Option("ignore-parse-errors", "bool", default=False,
            description="Skip records that are not valid JSON or do not fit the schema (same as 'on-error' = 'skip')."),
     Option("timestamp-format.standard", "enum", default="SQL", choices=("SQL", "ISO-8601"),
-           description="How TIMESTAMP values are written and read."),
+           description="How TIMESTAMP values are written (with microseconds) and read (0 to 9 "
+                       "fraction digits): '2024-01-31 12:00:00.123456' or '2024-01-31T12:00:00.123456'."),
     Option("encode.ignore-null-fields", "bool", default=False,
            description="Leave out NULL fields when writing (Flink writes them as null)."),
 )
