@@ -43,6 +43,9 @@ class BatchFigures:
     state_memory_bytes: int
     watermark: Optional[str]
     latency_ms: int                     # the batch's wall-clock duration (trigger to commit)
+    # RocksDB's SST files: the state's size. Its memory figure counts only what RocksDB
+    # holds in memory right now, which can be a few KB for state of many MB.
+    state_disk_bytes: int = 0
     event = "batch"
 
     def as_json(self) -> dict:
@@ -160,10 +163,12 @@ def instrument_sink(sink, key: str, counts: OutputCounts = OUTPUTS, gate: StopGa
 
 # --------------------------------------------------------------------------- figures
 
-def _state(progress: dict) -> tuple[int, int]:
+def _state(progress: dict) -> tuple[int, int, int]:
+    """(rows, memory bytes, RocksDB file bytes) over the query's stateful operators."""
     ops = progress.get("stateOperators") or []
     return (sum(int(op.get("numRowsTotal", 0) or 0) for op in ops),
-            sum(int(op.get("memoryUsedBytes", 0) or 0) for op in ops))
+            sum(int(op.get("memoryUsedBytes", 0) or 0) for op in ops),
+            sum(int((op.get("customMetrics") or {}).get("rocksdbSstFileSize", 0) or 0) for op in ops))
 
 
 def _metric(row, name: str):
@@ -191,7 +196,7 @@ def figures(p: dict, outputs: Optional[dict] = None) -> BatchFigures:
     if rows is None:
         sink_rows = (p.get("sink") or {}).get("numOutputRows", -1)
         rows = sink_rows if sink_rows is not None and sink_rows >= 0 else None
-    state_rows, state_mem = _state(p)
+    state_rows, state_mem, state_disk = _state(p)
     watermark = (p.get("eventTime") or {}).get("watermark")
     if watermark == "1970-01-01T00:00:00.000Z":  # no event time seen yet
         watermark = None
@@ -206,6 +211,7 @@ def figures(p: dict, outputs: Optional[dict] = None) -> BatchFigures:
         upserts=upserts, deletes=deletes, bad_records=bad,
         state_rows=state_rows, state_memory_bytes=state_mem, watermark=watermark,
         latency_ms=int((p.get("durationMs") or {}).get("triggerExecution", 0) or 0),
+        state_disk_bytes=state_disk,
     )
 
 
@@ -221,6 +227,7 @@ class QueryTotals:
     last_batch_id: int = -1
     state_rows: int = 0
     state_memory_bytes: int = 0
+    state_disk_bytes: int = 0
     watermark: Optional[str] = None
     started: float = field(default_factory=time.time)
 
@@ -234,7 +241,9 @@ class QueryTotals:
         self.deletes += f.deletes or 0
         self.bad_records += f.bad_records
         self.last_batch_id = f.batch_id
-        self.state_rows, self.state_memory_bytes, self.watermark = f.state_rows, f.state_memory_bytes, f.watermark
+        self.state_rows, self.state_memory_bytes, self.state_disk_bytes = (f.state_rows, f.state_memory_bytes,
+                                                                           f.state_disk_bytes)
+        self.watermark = f.watermark
 
 
 # ------------------------------------------------------------------------ exporters
@@ -298,6 +307,8 @@ class PrometheusExporter:
                           q, registry=r)
         self.state_rows = Gauge("streamsql_state_rows", "Rows held in state", q, registry=r)
         self.state_bytes = Gauge("streamsql_state_memory_bytes", "Memory used by state", q, registry=r)
+        self.state_disk_bytes = Gauge("streamsql_state_disk_bytes", "Size of the state's RocksDB files", q,
+                                      registry=r)
         self.latency = Gauge("streamsql_batch_duration_seconds", "Duration of the latest micro-batch", q, registry=r)
         self.watermark = Gauge("streamsql_watermark_seconds", "Event-time watermark (Unix seconds)", q, registry=r)
         self.server, self.thread = start_http_server(port, addr=host, registry=r)
@@ -319,6 +330,7 @@ class PrometheusExporter:
         self.rate.labels(q).set(f.processed_rows_per_second)
         self.state_rows.labels(q).set(f.state_rows)
         self.state_bytes.labels(q).set(f.state_memory_bytes)
+        self.state_disk_bytes.labels(q).set(f.state_disk_bytes)
         self.latency.labels(q).set(f.latency_ms / 1000.0)
         if f.watermark:
             seconds = _iso_seconds(f.watermark)

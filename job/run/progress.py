@@ -25,7 +25,8 @@ def format_figures(f: BatchFigures) -> str:
     parts = [f"[{f.query}] batch {f.batch_id}",
              f"in {f.input_rows:,} rows ({_rate(f.processed_rows_per_second)} rows/s)",
              f"out {out} rows{changes}",
-             f"state {f.state_rows:,} rows / {f.state_memory_bytes / 1e6:.1f} MB",
+             f"state {f.state_rows:,} rows / {f.state_memory_bytes / 1e6:.1f} MB"
+             + (f" in memory, {f.state_disk_bytes / 1e6:.1f} MB on disk" if f.state_disk_bytes else ""),
              f"watermark {f.watermark or '-'}",
              f"latency {f.latency_ms:,} ms"]
     if f.bad_records:

@@ -363,6 +363,17 @@ def assert_sink_matches(spark, bootstrap: str, topic: str, scenario: Scenario, q
                              f"Spark SQL over the final tables\n{exc}") from None
 
 
+def assert_sinks_match(spark, bootstrap: str, topics: dict, scenario, queries: list[Query], context: str) -> None:
+    """:func:`assert_sink_matches` for every query, reporting all that differ at once."""
+    failures = []
+    for query in queries:
+        try:
+            assert_sink_matches(spark, bootstrap, topics[query.name], scenario, query, context)
+        except AssertionError as exc:
+            failures.append(str(exc))
+    assert not failures, "\n\n".join(failures)
+
+
 def changelog_stats(table: Table, events: list[Event]) -> dict[str, int]:
     """What a changelog exercises: inserts, updates, updates that change a non-key
     column's value (moves between groups / join keys), deletes, deletes of absent keys,

@@ -14,7 +14,8 @@ import random
 import pytest
 
 from job.run.runner import RunOptions, run
-from tests.changelog.engine_support import QUERIES, TABLES, assert_sink_matches, fresh_topics, random_changelog
+from tests.changelog.engine_support import (QUERIES, TABLES, assert_sinks_match, final_contents, fresh_topics,
+                                            random_changelog)
 from tests.kafka_io import produce, topic_name
 
 PARTITIONS = 3
@@ -48,8 +49,6 @@ class UpsertScenario:
         self.events = {name: random_changelog(TABLES[name], rng, 150) for name in tables}
 
     def final(self, table: str) -> list[dict]:
-        from tests.changelog.engine_support import final_contents
-
         return final_contents(TABLES[table], self.events[table])
 
     def records(self, table: str):
@@ -84,10 +83,4 @@ def test_queries_over_partitioned_upsert_topics_match_batch_sql(spark, kafka_boo
     statements += [q.insert() for q in queries]
     sql = ";\n".join(["SET 'streamsql.state.buckets' = '5'"] + statements) + ";\n"
     assert run(RunOptions(statements=[sql], once=True, checkpoint_dir=str(tmp_path / "checkpoints"))) == 0
-    failures = []
-    for query in queries:
-        try:
-            assert_sink_matches(spark, kafka_bootstrap, topics[query.name], scenario, query, "upsert-kafka sources")
-        except AssertionError as exc:
-            failures.append(str(exc))
-    assert not failures, "\n\n".join(failures)
+    assert_sinks_match(spark, kafka_bootstrap, topics, scenario, queries, "upsert-kafka sources")

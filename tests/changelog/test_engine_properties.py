@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from job.run.runner import RunOptions, run
-from tests.changelog.engine_support import (QUERIES, TABLES, Clock, Scenario, assert_sink_matches, changelog_stats,
+from tests.changelog.engine_support import (QUERIES, TABLES, Clock, Scenario, assert_sinks_match, changelog_stats,
                                             fresh_topics, pipeline_sql)
 
 # Two statement sets, so each run starts few streaming queries at once (every stateful
@@ -43,13 +43,7 @@ def test_queries_match_batch_sql_over_final_tables(spark, kafka_bootstrap, tmp_p
                        files_per_trigger=files_per_trigger)
     code = run(RunOptions(statements=[sql], once=True, checkpoint_dir=str(tmp_path / "checkpoints")))
     assert code == 0
-    failures = []
-    for query in queries:
-        try:
-            assert_sink_matches(spark, kafka_bootstrap, topics[query.name], scenario, query, f"group {group}")
-        except AssertionError as exc:
-            failures.append(str(exc))
-    assert not failures, "\n\n".join(failures)
+    assert_sinks_match(spark, kafka_bootstrap, topics, scenario, queries, f"group {group}")
 
 
 @pytest.mark.parametrize("seed", [s[0] for s in SEEDS])
