@@ -41,6 +41,39 @@ def on_text(pairs) -> str:
     return ", ".join(a.sql(dialect="spark") + " = " + b.sql(dialect="spark") for a, b in pairs)
 
 
+# The SELECT clauses the planner plans. Any other one (LATERAL VIEW, QUALIFY, WINDOW, …)
+# is refused: left out of the plan, the query would run as if it were not there.
+PLANNED_CLAUSES = {"with_", "with", "hint", "expressions", "distinct", "from_", "from", "joins", "where", "group",
+                   "having"}
+CLAUSE_NAMES = {"laterals": "LATERAL VIEW", "qualify": "QUALIFY", "windows": "WINDOW", "distribute": "DISTRIBUTE BY",
+                "sort": "SORT BY", "cluster": "CLUSTER BY", "sample": "TABLESAMPLE", "pivots": "PIVOT"}
+
+
+def refuse_unplanned(node: exp.Select) -> None:
+    """Refuse, before anything is planned, what a changelog query cannot do: clauses the
+    planner does not plan, grouping sets, and window functions or subqueries in any
+    expression (Spark would fail only when the query starts, naming internal columns;
+    and an aggregate inside a subquery must not be taken for this query's)."""
+    for clause in ("order", "limit", "offset"):
+        if node.args.get(clause):
+            raise PipelineError(f"{clause.upper()} is not supported in a streaming query",
+                                hint="a streaming result has no order; sort where you read the sink")
+    for clause, value in node.args.items():
+        if value and clause not in PLANNED_CLAUSES:
+            raise PipelineError(f"{CLAUSE_NAMES.get(clause, clause.upper())} is not supported on a changelog")
+    group = node.args.get("group")
+    if group is not None and (any(group.args.get(k) for k in ("grouping_sets", "cube", "rollup", "totals", "all"))
+                              or any(isinstance(e, (exp.Rollup, exp.Cube, exp.GroupingSets)) for e in group.expressions)):
+        raise PipelineError("GROUP BY ALL, ROLLUP, CUBE and GROUPING SETS are not supported on a changelog",
+                            hint="name the group columns; write one INSERT per grouping")
+    parts = [(item, "the select list") for item in node.expressions]
+    parts += [(node.args[c], where) for c, where in (("where", "WHERE"), ("group", "GROUP BY"), ("having", "HAVING"))
+              if node.args.get(c)]
+    parts += [(join.args["on"], "ON") for join in node.args.get("joins") or [] if join.args.get("on")]
+    for part, where in parts:
+        reject_unsupported(part, where)
+
+
 def is_windowed(group: Optional[exp.Expression]) -> bool:
     if group is None:
         return False
@@ -106,15 +139,7 @@ class Planner:
         if not isinstance(node, exp.Select):
             raise PipelineError(f"'{node.key.upper()}' is not supported as a streaming query",
                                 hint="write INSERT INTO … SELECT …")
-        for clause in ("order", "limit", "offset"):
-            if node.args.get(clause):
-                raise PipelineError(f"{clause.upper()} is not supported in a streaming query",
-                                    hint="a streaming result has no order; sort where you read the sink")
-        # Before aggregates are looked for: an aggregate inside a subquery is not this query's.
-        clauses = [(item, "the select list") for item in node.expressions]
-        clauses += [(node.args[c], where) for c, where in (("where", "WHERE"), ("having", "HAVING")) if node.args.get(c)]
-        for part, where in clauses:
-            reject_unsupported(part, where)
+        refuse_unplanned(node)
         with_ = node.args.get("with_") or node.args.get("with")
         if with_:
             for cte in with_.expressions:
@@ -514,9 +539,9 @@ class Planner:
         distinct = isinstance(arg, exp.Distinct)
         if distinct:
             if len(arg.expressions) != 1:
-                return call, arg, distinct  # rejected by the caller
+                raise PipelineError(f"{call.sql(dialect='spark')}: DISTINCT over several columns is not supported")
             arg = arg.expressions[0]
-        if cond is not None and not distinct and (isinstance(arg, exp.Star) or isinstance(arg, exp.Literal)):
+        if cond is not None and not distinct and isinstance(arg, (exp.Star, exp.Literal)):
             arg = exp.Literal.number(1)
         if cond is not None:
             arg = exp.Case().when(cond.copy(), arg.copy())
@@ -558,8 +583,6 @@ class Planner:
                 raise PipelineError(f"aggregate function {call.sql(dialect='spark')} is not supported on a changelog",
                                     hint="supported: COUNT, COUNT(DISTINCT), SUM, AVG, MIN, MAX, each also with "
                                          "FILTER (WHERE …), and COUNT_IF")
-            if isinstance(arg, exp.Distinct):
-                raise PipelineError(f"{call.sql(dialect='spark')}: DISTINCT over several columns is not supported")
             if fn == "count" and (isinstance(arg, exp.Star) or (isinstance(arg, exp.Literal) and not distinct)):
                 specs.append(("count_star", "int", False))
                 arg_exprs.append(None)

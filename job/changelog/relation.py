@@ -119,7 +119,6 @@ def rewrite(node: exp.Expression, rel: Rel, where: str, replacements: Optional[d
     to internal columns; they win over column resolution.
     """
     replacements = replacements or {}
-    reject_unsupported(node, where)
 
     def swap(n: exp.Expression):
         if replacements:
@@ -134,8 +133,8 @@ def rewrite(node: exp.Expression, rel: Rel, where: str, replacements: Optional[d
 
 
 def reject_unsupported(node: exp.Expression, where: str) -> None:
-    """Expressions Spark cannot evaluate row by row on a stream, refused while planning
-    (Spark would fail only when the query starts, naming internal columns)."""
+    """Window functions and subqueries in an expression: Spark cannot evaluate them row
+    by row on a stream (see plan.refuse_unplanned, which checks every clause)."""
     for found in node.find_all(exp.Window, exp.Select):
         if isinstance(found, exp.Window):
             raise PipelineError(f"the window function {found.sql(dialect='spark')} in {where} is not supported on a "
