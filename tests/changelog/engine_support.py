@@ -312,13 +312,19 @@ class Scenario:
 
 def pipeline_sql(directories: dict, queries: list[Query], topics: dict, bootstrap: str,
                  buckets: Optional[int] = None, files_per_trigger: Optional[int] = 1) -> str:
-    """One statement set: the sources the queries read, one upsert-kafka sink per query,
-    one INSERT per query. ``directories`` and ``topics`` may be template expressions."""
+    """One statement set: the sources the queries read (Debezium files), one upsert-kafka
+    sink per query, one INSERT per query. ``directories`` and ``topics`` may be template
+    expressions."""
     tables = sorted({t for q in queries for t in q.tables})
-    statements = []
-    if buckets is not None:
-        statements.append(f"SET 'streamsql.state.buckets' = '{buckets}'")
-    statements += [source_ddl(TABLES[t], directories[t], files_per_trigger) for t in tables]
+    sources = [source_ddl(TABLES[t], directories[t], files_per_trigger) for t in tables]
+    return statement_set(sources, queries, topics, bootstrap, buckets)
+
+
+def statement_set(sources: list[str], queries: list[Query], topics: dict, bootstrap: str,
+                  buckets: Optional[int] = None) -> str:
+    """The given source DDLs, one upsert-kafka sink per query, one INSERT per query."""
+    statements = [f"SET 'streamsql.state.buckets' = '{buckets}'"] if buckets is not None else []
+    statements += sources
     statements += [q.sink_ddl(topics[q.name], bootstrap) for q in queries]
     statements += [q.insert() for q in queries]
     return ";\n".join(statements) + ";\n"

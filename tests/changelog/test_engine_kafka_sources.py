@@ -10,28 +10,25 @@ batch Spark SQL computes over the tables' final contents.
 from __future__ import annotations
 
 import random
+import subprocess
+from pathlib import Path
 
 import pytest
 
 from job.run.runner import RunOptions, run
 from tests.changelog.engine_support import (QUERIES, TABLES, assert_sinks_match, final_contents, fresh_topics,
-                                            random_changelog)
+                                            random_changelog, statement_set)
 from tests.kafka_io import produce, topic_name
 
+ROOT = Path(__file__).resolve().parents[2]
 PARTITIONS = 3
 
 
-def create_topic(spark, bootstrap: str, topic: str, partitions: int) -> None:
-    """Through Kafka's AdminClient in the driver JVM (kafka-clients comes with Spark's connector)."""
-    jvm = spark.sparkContext._jvm
-    props = jvm.java.util.Properties()
-    props.put("bootstrap.servers", bootstrap)
-    admin = jvm.org.apache.kafka.clients.admin.AdminClient.create(props)
-    try:
-        new = jvm.org.apache.kafka.clients.admin.NewTopic(topic, partitions, jvm.java.lang.Short.valueOf("1"))
-        admin.createTopics(jvm.java.util.Collections.singletonList(new)).all().get()
-    finally:
-        admin.close()
+def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    """With the repository's own topic tool, as a user would (the test broker creates one
+    partition per topic on its own)."""
+    subprocess.run([str(ROOT / "scripts" / "kafka-topics.sh"), "--bootstrap-server", bootstrap, "--create",
+                    "--topic", topic, "--partitions", str(partitions)], check=True, capture_output=True, timeout=120)
 
 
 def partitions_used(spark, bootstrap: str, topic: str) -> int:
@@ -71,16 +68,14 @@ def test_queries_over_partitioned_upsert_topics_match_batch_sql(spark, kafka_boo
     queries = [QUERIES[name] for name in ("agg", "join3", "chain", "full")]
     tables = sorted({t for q in queries for t in q.tables})
     scenario = UpsertScenario(seed, tables)
-    statements = []
+    sources = []
     for table in tables:
         topic = topic_name(f"in-{table}")
-        create_topic(spark, kafka_bootstrap, topic, PARTITIONS)
+        create_topic(kafka_bootstrap, topic, PARTITIONS)
         produce(spark, kafka_bootstrap, topic, scenario.records(table))
         assert partitions_used(spark, kafka_bootstrap, topic) == PARTITIONS
-        statements.append(source_ddl(table, topic, kafka_bootstrap, per_trigger))
+        sources.append(source_ddl(table, topic, kafka_bootstrap, per_trigger))
     topics = fresh_topics(queries)
-    statements += [q.sink_ddl(topics[q.name], kafka_bootstrap) for q in queries]
-    statements += [q.insert() for q in queries]
-    sql = ";\n".join(["SET 'streamsql.state.buckets' = '5'"] + statements) + ";\n"
+    sql = statement_set(sources, queries, topics, kafka_bootstrap, buckets=5)
     assert run(RunOptions(statements=[sql], once=True, checkpoint_dir=str(tmp_path / "checkpoints"))) == 0
     assert_sinks_match(spark, kafka_bootstrap, topics, scenario, queries, "upsert-kafka sources")
