@@ -22,6 +22,7 @@ from job.connectors.base import APPEND, UPSERT, SourceStream
 from job.errors import PipelineError
 
 BUCKET = "__bucket"
+NO_KEY = "__no_key"  # a join input row whose key never matches (see Planner.join_input)
 SUPPORTED_AGGS = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max"}
 WINDOW_FUNCTIONS = ("window", "session_window", "tumble", "hop", "session", "cumulate", "spark_window",
                     "flink_session")
@@ -403,9 +404,9 @@ class Planner:
         # through padded with NULLs, an inner side drops them.
         passthrough = []
         if kind in ("left", "full") and not fuse_left:
-            passthrough.append((0, lp.filter("jk IS NULL")))
+            passthrough.append((0, lp.filter(NO_KEY).drop(NO_KEY)))
         if kind in ("right", "full") and not fuse_right:
-            passthrough.append((1, rp.filter("jk IS NULL")))
+            passthrough.append((1, rp.filter(NO_KEY).drop(NO_KEY)))
         # Per key part, the columns that hold the key in every output row: the left key
         # (left rows are never padded in an INNER or LEFT join), and an INNER join's right key.
         anchors = [{c for c in ({lc, rc} if kind == "inner" else {lc}) if c in left.cols() + right.cols()}
@@ -456,7 +457,11 @@ class Planner:
 
     def join_input(self, rel: Rel, keys, side: int, gates):
         """A join input as the operator reads it: the key as JSON (NULL when a key part is
-        NULL or a gate condition fails: such rows never match), the side, and the row."""
+        NULL or a gate condition fails: such rows never match), the side, and the row.
+
+        Plus :data:`NO_KEY`, true for the rows that never match, for the filters that split
+        them off: a filter on ``jk IS NULL`` would be pushed below this projection as the
+        whole key expression, computing every row's key JSON twice."""
         from pyspark.sql import functions as F
 
         null_key = F.lit(False)
@@ -467,19 +472,21 @@ class Planner:
         jk = F.when(null_key, F.lit(None)).otherwise(F.to_json(F.struct(*keys), ROW_JSON))
         if rel.pending_upsert is not None:  # fused: raw upserts, ordered by the join
             return rel.df.select(jk.alias("jk"), F.lit(side).alias("side"), F.lit(0).alias("sign"),
-                                 self.row_json(rel.cols()).alias("row"), "kind", "seq_major", "seq_minor")
+                                 self.row_json(rel.cols()).alias("row"), "kind", "seq_major", "seq_minor",
+                                 null_key.alias(NO_KEY))
         return rel.df.select(jk.alias("jk"), F.lit(side).alias("side"), F.col(SIGN).alias("sign"),
                              self.row_json(rel.cols()).alias("row"), F.lit(None).cast("string").alias("kind"),
-                             F.lit(None).cast("string").alias("seq_major"), F.lit(None).cast("long").alias("seq_minor"))
+                             F.lit(None).cast("string").alias("seq_major"), F.lit(None).cast("long").alias("seq_minor"),
+                             null_key.alias(NO_KEY))
 
     def settle_join(self, rel: Rel) -> Rel:
         """Plan a pending join as its operator: all inputs in one stream, bucketed by key."""
         from pyspark.sql import functions as F
 
         pending = rel.pending_join
-        matched = pending.inputs[0].filter("jk IS NOT NULL")
+        matched = pending.inputs[0].filter(~F.col(NO_KEY)).drop(NO_KEY)
         for rows in pending.inputs[1:]:
-            matched = matched.unionByName(rows.filter("jk IS NOT NULL"))
+            matched = matched.unionByName(rows.filter(~F.col(NO_KEY)).drop(NO_KEY))
         processor = (ops.Join(pending.kinds[0], pending.upsert_sides) if len(pending.inputs) == 2
                      else ops.StarJoin(tuple(pending.kinds), pending.upsert_sides))
         joined = self.stateful(matched.select(self.bucket(F.col("jk")), "*"), processor, processor.output_schema)

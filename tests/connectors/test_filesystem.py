@@ -220,15 +220,16 @@ def test_debezium_record_numbering_continues_across_arrow_batches(spark, tmp_pat
 
 
 def test_debezium_windows_line_ends_are_records_without_the_carriage_return(spark, tmp_path):
-    events = [_event("c", after={"id": 1, "name": "a"}), "", "not json",
-              _event("u", before={"id": 1, "name": "a"}, after={"id": 1, "name": "b\r"})]
+    events = [_event("c", after={"id": 1, "name": "a"}), "", "   ", "not json",
+              "  " + _event("u", before={"id": 1, "name": "a"}, after={"id": 1, "name": "b\r"})]
     write(tmp_path / "cdc", "a.json", [e + "\r" for e in events])  # write() adds the "\n"
     got = run_available_now(source(spark, table(tmp_path / "cdc", "debezium-json", primary_key=["id"])).df,
                             tmp_path / "ck")
     rows = got.orderBy("__seq_minor").collect()
-    # The blank line is no record but keeps its number; a "\r" inside a value stays.
+    # Blank lines (empty or spaces) are no records but keep their numbers; a record may
+    # start with spaces; a "\r" inside a value stays.
     assert [(r["__seq_minor"], r["__kind"], r["name"]) for r in rows] == [
-        (0, "U", "a"), (8, None, None), (12, "U", "b\r")]
+        (0, "U", "a"), (12, None, None), (16, "U", "b\r")]
     assert [r["__raw"] for r in rows if r["__error"]] == ["not json"]
 
 
