@@ -82,7 +82,7 @@ def _format(table, options):
 
 
 def _format_options(fmt, options):
-    from job.formats.base import format_options
+    from job.formats.base import format_options, is_blank
 
     return format_options(options, fmt.name + ".")
 
@@ -238,10 +238,7 @@ def _text_source(df, table, options, fmt) -> SourceStream:
         F.unix_millis(meta["file_modification_time"]).alias("__mtime"),
     )
     if not fmt.single_column:  # blank lines are not records (raw keeps them: an empty value)
-        # Spark's trim() copies every line; a line that is not empty and does not start
-        # with a space is not blank without it.
-        value = F.col("value")
-        lines = lines.where(((value != "") & ~value.startswith(" ")) | (F.trim(value) != ""))
+        lines = lines.where(~is_blank(F.col("value")))
     position = F.concat(F.lit("file "), F.col("__file"), F.lit(" (block "), F.col("__block").cast("string"), F.lit(")"))
     data = data_columns(table)
     decoded = fmt.decode(F.col("value"), physical_schema(table, data), fopts)

@@ -71,6 +71,16 @@ def as_text(value: "Column") -> "Column":
     return value.cast(StringType())
 
 
+def is_blank(text: "Column") -> "Column":
+    """True for NULL, '' or only spaces (what Spark's trim() removes), false otherwise.
+
+    Decoders test every record: trim() copies each one, so it only runs for a record that
+    starts with a space and could be blank."""
+    from pyspark.sql import functions as F
+
+    return text.isNull() | (text == "") | (text.startswith(" ") & (F.trim(text) == ""))
+
+
 TIMESTAMP_FORMATS = {
     # Flink's 'SQL' standard: 2024-01-31 12:00:00.123456; 'ISO-8601': 2024-01-31T12:00:00.123456
     # Spark parses 1 to 9 fraction digits with this pattern (nanoseconds are cut to micro-

@@ -7,7 +7,7 @@ also makes duplicated or replayed events harmless.
 from __future__ import annotations
 
 from job.connectors.base import Option
-from job.formats.base import CORRUPT, Decoded, Format, as_text
+from job.formats.base import CORRUPT, Decoded, Format, as_text, is_blank
 from job.formats.json import encode as json_encode
 from job.formats.json import reader_options
 
@@ -47,7 +47,7 @@ def decode(value, schema, options) -> Decoded:
         change, corrupt = parsed, parsed[CORRUPT]
     op = change["op"]
     row = F.struct(change["before"].alias("before"), change["after"].alias("after"), op.alias("op"))
-    error = (F.when(text.isNull() | (F.trim(text) == ""), F.lit(None))  # Kafka tombstone after a delete
+    error = (F.when(is_blank(text), F.lit(None))  # Kafka tombstone after a delete
               .when(corrupt.isNotNull(), F.lit("malformed Debezium JSON or a value that does not fit the declared type"))
               .when(op.isNull(), F.lit("Debezium event without 'op'"))
               .when(~op.isin(*VALID_OPS), F.concat(F.lit("unknown Debezium op '"), op, F.lit("'")))

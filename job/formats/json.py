@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from job.connectors.base import Option
 from job.formats.base import (CORRUPT, TIMESTAMP_FORMATS, TIMESTAMP_WRITE_FORMATS, Decoded, Format,
-                              as_text, with_corrupt_field, without_corrupt_field)
+                              as_text, is_blank, with_corrupt_field, without_corrupt_field)
 
 OPTIONS = (
     Option("ignore-parse-errors", "bool", default=False,
@@ -27,7 +27,7 @@ def decode(value, schema, options) -> Decoded:
 
     text = as_text(value)
     parsed = F.from_json(text, with_corrupt_field(schema), reader_options(options))
-    error = (F.when(text.isNull() | (F.trim(text) == ""), F.lit(None))
+    error = (F.when(is_blank(text), F.lit(None))
               .when(parsed[CORRUPT].isNotNull(), F.lit("malformed JSON or a value that does not fit the declared type")))
     return Decoded(without_corrupt_field(parsed, schema), error)
 

@@ -65,6 +65,29 @@ def analyze_query(spark, sql: str, origin: Origin, statement: str | None, what: 
                           known_tables=_declared_names(spark)) from None
 
 
+# Hints for what Spark's streaming check refuses, by its error condition.
+STREAMING_HINTS = {
+    "NON_TIME_WINDOW_NOT_SUPPORTED_IN_STREAMING":
+        "OVER windows (ROW_NUMBER, RANK, LAG, SUM(…) OVER …, Flink's Top-N) are not supported on streams; "
+        "GROUP BY with MIN/MAX/COUNT, or an event-time window (TUMBLE/HOP/SESSION), computes most of what they do",
+}
+
+
+def check_streaming(spark, df, origin: Origin, sql: str, statement: str | None, what: str) -> None:
+    """Spark's own check of what an append-mode streaming query may contain (OVER windows,
+    ORDER BY, aggregations without a watermark…). Spark runs it only when the query
+    starts; run here at planning, ``--dry-run`` reports the same error, located."""
+    jvm = spark.sparkContext._jvm
+    try:
+        checker = jvm.org.apache.spark.sql.catalyst.analysis.UnsupportedOperationChecker
+        checker.checkForStreaming(df._jdf.queryExecution().analyzed(),
+                                  jvm.org.apache.spark.sql.streaming.OutputMode.Append())
+    except Exception as exc:  # noqa: BLE001 - Spark's AnalysisException (PySpark converts it)
+        error = spark_error(exc, what, origin=origin, text=sql, statement=statement)
+        error.hint = STREAMING_HINTS.get(_condition(exc), error.hint)
+        raise error from None
+
+
 def _declared_names(spark) -> list[str]:
     """The tables and views the pipeline declared (they are the session's temp views)."""
     try:
@@ -134,7 +157,7 @@ def _parameters(exc: Exception) -> dict:
 def first_line(text: str) -> str:
     """The message part of a Spark/Java error: no SQLSTATE, no plan, no stack."""
     text = text.strip()
-    for marker in ("\n== SQL", "\nJVM stacktrace", "\n\tat ", "; line ", "\n=="):
+    for marker in ("\n== SQL", "\nJVM stacktrace", "\n\tat ", "; line ", "\n==", ";\n"):
         cut = text.find(marker)
         if cut > 0:
             text = text[:cut]

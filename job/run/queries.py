@@ -24,7 +24,7 @@ from job.connectors.registry import describe, validate_options
 from job.sql.dialect import parse_structure
 from job.errors import EXIT_BAD_RECORD, EXIT_OTHER, EXIT_UNREACHABLE, PipelineError
 from job.run.metrics import instrument_sink
-from job.run.analyze import analyze_query, register_declared, register_view, spark_error
+from job.run.analyze import analyze_query, check_streaming, register_declared, register_view, spark_error
 from job.run.program import Program, trigger_interval_ms
 from job.run.sources import BAD_RECORD_MARKER, OpenedSources, open_source
 
@@ -131,7 +131,9 @@ def native_relation(spark, program: Program, index: int, open_) -> Rel:
     for view in catalog.views.values():
         register_view(spark, view)
     insert = program.inserts[index]
-    df = analyze_query(spark, insert.query, insert.query_origin, None, f"the query of INSERT INTO {insert.table}")
+    what = f"the query of INSERT INTO {insert.table}"
+    df = analyze_query(spark, insert.query, insert.query_origin, None, what)
+    check_streaming(spark, df, insert.query_origin, insert.query, insert.source.text if insert.source else None, what)
     fields = [Field(c, None, f"_n{i}") for i, c in enumerate(df.columns)]
     out = df.toDF(*[f.col for f in fields]).withColumn(SIGN, F.lit(1))
     register_declared(spark, catalog)  # leave the session's views as declared

@@ -38,6 +38,27 @@ def test_exit_2_for_sql_spark_rejects(spark):
     assert "nope" in r.error_line
 
 
+DATAGEN = ("CREATE TABLE orders (id BIGINT, cat INT, amount DOUBLE) "
+           "WITH ('connector' = 'datagen', 'number-of-rows' = '10');")
+
+
+@pytest.mark.parametrize("query, condition, hint", [
+    ("INSERT INTO out1 SELECT CAST(id AS STRING), CAST(rn AS INT) FROM (\n"
+     "  SELECT id, ROW_NUMBER() OVER (PARTITION BY cat ORDER BY amount DESC) AS rn FROM orders) WHERE rn <= 3",
+     "NON_TIME_WINDOW_NOT_SUPPORTED_IN_STREAMING", "Top-N"),
+    ("INSERT INTO out1 SELECT CAST(id AS STRING), cat FROM orders ORDER BY amount",
+     "Sorting is not supported on streaming DataFrames", None),
+])
+def test_exit_2_at_planning_for_what_spark_streams_cannot_do(spark, query, condition, hint):
+    # Append-only input: Spark's native operators, whose own streaming check used to run
+    # only when the query started (exit 1), after --dry-run had passed it.
+    r = run_inline(statements=[DATAGEN, PRINT_SINK, query], dry_run=True)
+    assert r.code == 2, r.err
+    assert r.error_line.startswith("error (exit 2, invalid pipeline): arg 3:"), r.error_line
+    assert condition in r.error_line and "~Sort" not in r.error_line
+    assert hint is None or hint in r.error_line
+
+
 def test_exit_3_fast_for_a_closed_kafka_port():
     started = time.monotonic()
     r = run_cli(kafka_source("127.0.0.1:1", "t"), PRINT_SINK, "INSERT INTO out1 SELECT uid, n FROM src", "--once",
