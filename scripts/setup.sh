@@ -12,4 +12,4 @@ PYTHON=${PYTHON:-python3}
 # A class-data-sharing archive of Spark's classes (job/run/jvm_archive.py): every driver JVM
 # starts 2-3 s faster. Written once per JDK and PySpark (about a minute), kept after that.
 .venv/bin/python scripts/build_jvm_archive.py
-echo "setup done: .venv is ready, jars are in jars/, the JVM archive is in build/jvm/"
+echo "setup done: .venv is ready, jars are in jars/"

@@ -82,7 +82,7 @@ def _format(table, options):
 
 
 def _format_options(fmt, options):
-    from job.formats.base import format_options, is_blank
+    from job.formats.base import format_options
 
     return format_options(options, fmt.name + ".")
 
@@ -220,7 +220,7 @@ def _file_format_source(df, table) -> SourceStream:
 def _text_source(df, table, options, fmt) -> SourceStream:
     from pyspark.sql import functions as F
 
-    from job.formats.base import format_options
+    from job.formats.base import format_options, is_blank
 
     fopts = format_options(options, fmt.name + ".")
     meta = F.col("_metadata")

@@ -44,8 +44,9 @@ def archive_path() -> Path | None:
     """Where the archive for this JDK and this PySpark lives (None without a java).
 
     The name carries a hash of the JDK's identity (its path and ``release`` file, which
-    names the exact build) and PySpark's version: a JDK update or another PySpark gets a
-    new archive from the next ``setup.sh`` rather than a stale one."""
+    names the exact build) and of PySpark's (its version and when its jars were written):
+    a JDK update or a reinstalled PySpark gets a new archive from the next ``setup.sh``
+    rather than a stale one."""
     java = java_binary()
     if java is None:
         return None
@@ -53,11 +54,15 @@ def archive_path() -> Path | None:
     release = real.parents[1] / "release"
     try:
         from importlib.metadata import version
+        from importlib.util import find_spec
 
         pyspark = version("pyspark")
+        # A reinstall of the same version writes new jar files, which the JVM would find
+        # newer than the archive's and refuse it: their directory's time is in the name.
+        jars = os.stat(Path(find_spec("pyspark").submodule_search_locations[0]) / "jars").st_mtime_ns
     except Exception:  # noqa: BLE001 - no PySpark installed: nothing to archive for
         return None
-    identity = f"{real}\n{release.read_text() if release.exists() else ''}\n{pyspark}"
+    identity = f"{real}\n{release.read_text() if release.exists() else ''}\n{pyspark}\n{jars}"
     return ARCHIVE_DIR / f"spark-{pyspark}-{hashlib.sha256(identity.encode()).hexdigest()[:12]}.jsa"
 
 
