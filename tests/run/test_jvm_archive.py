@@ -32,6 +32,20 @@ def test_the_name_changes_with_the_jdk_build(tmp_path, monkeypatch):
     assert first != second and first.name.startswith("spark-4.")
 
 
+def test_the_name_changes_when_pyspark_is_reinstalled(tmp_path, monkeypatch):
+    # A reinstall of the same version writes new jars, which the JVM would find newer than
+    # the archive's: the name carries their directory's time.
+    import importlib.util
+    from types import SimpleNamespace
+
+    (tmp_path / "jars").mkdir()
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name: SimpleNamespace(submodule_search_locations=[str(tmp_path)]))
+    first = jvm_archive.archive_path()
+    os.utime(tmp_path / "jars", ns=(1, 1))
+    assert jvm_archive.archive_path() != first
+
+
 def test_no_archive_no_options(tmp_path, monkeypatch):
     monkeypatch.setattr(jvm_archive, "ARCHIVE_DIR", tmp_path)
     assert jvm_archive.java_options() == ""
