@@ -86,8 +86,9 @@ def main() -> int:
     if target.is_file() and not a.force:
         print(f"build_jvm_archive: {target.relative_to(ROOT)} is up to date")
         return 0
-    target.unlink(missing_ok=True)  # spark-submit.sh must not start from the archive it replaces
-    for old in target.parent.glob("spark-*.jsa"):  # archives of an earlier JDK or PySpark
+    # Archives of an earlier JDK or PySpark, and with --force this one: spark-submit.sh must
+    # not start the training run from the archive it replaces.
+    for old in target.parent.glob("spark-*.jsa"):
         old.unlink()
     started = time.time()
     why = build(target, a.timeout)

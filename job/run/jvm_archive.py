@@ -5,7 +5,7 @@ verifying them, and then compiling the class-loading code it ran so much of. A c
 Airflow run with ``--once`` pays that every time. JDK 17's dynamic CDS archive
 (``-XX:ArchiveClassesAtExit``) keeps the classes a run loaded pre-parsed in one file that
 the next JVM maps at start. Measured on the 2-core machine: session start 6.0 → 3.9 s,
-the first query 2.6 → 1.2 s (``README.md``, "Start-up").
+the first query 2.6 → 1.2 s (``README.md``, Quick start).
 
 ``scripts/build_jvm_archive.py`` (run by ``scripts/setup.sh``) writes the archive;
 :func:`java_options` names it for the driver JVM when it exists. The JVM checks the file
@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,6 +79,5 @@ def with_archive(options: str | None) -> str:
     return " ".join(part for part in (ours, options or "") if part)
 
 
-if __name__ == "__main__":
-    # `python job/run/jvm_archive.py`: the options (spark-submit.sh); `--path`: where it goes.
-    print(archive_path() or "" if "--path" in sys.argv else java_options())
+if __name__ == "__main__":  # spark-submit.sh: `python job/run/jvm_archive.py` prints the options
+    print(java_options())

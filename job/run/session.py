@@ -108,8 +108,9 @@ def build_session(app_name: str, conf: Mapping[str, str], *, verbose: bool = Fal
         # the query.
         settings.setdefault("spark.master", master or os.environ.get("SPARK_MASTER", "local[2,4]"))
         # What spark-submit.sh passes too: the class-data-sharing archive, a faster JVM start.
+        # A pipeline's own value replaces it below, as a later --conf does under spark-submit.sh.
         settings["spark.driver.defaultJavaOptions"] = jvm_archive.with_archive(
-            conf.get("spark.driver.defaultJavaOptions", settings.get("spark.driver.defaultJavaOptions")))
+            settings.get("spark.driver.defaultJavaOptions"))
         for key, value in settings.items():
             builder = builder.config(key, value)
     for key, value in {**REQUIRED, **conf}.items():
