@@ -134,14 +134,15 @@ PYFILES="$PYZIP${USER_PYFILES:+,$USER_PYFILES}"
 # spark.driver.defaultJavaOptions is prepended to spark.driver.extraJavaOptions, so a user's
 # --driver-java-options adds to it instead of replacing it (and a later -D wins).
 LOG4J="-Dlog4j2.configurationFile=\"file:$ROOT/conf/log4j2.properties\""
-# The class-data-sharing archive scripts/setup.sh writes (job/run/jvm_archive.py): a faster
-# driver JVM start. Empty when there is none; the JVM ignores a stale one by itself.
-JVM_ARCHIVE="$("$PY" "$ROOT/job/run/jvm_archive.py")"
+# The driver JVM's own options (job/run/driver_jvm.py): the class-data-sharing archive
+# scripts/setup.sh writes (a faster start; the JVM ignores a stale one by itself), and the
+# parallel collector unless your options or the JVM's environment choose a collector.
+DRIVER_JVM="$("$PY" "$ROOT/job/run/driver_jvm.py" --properties-file "$PROPS" "${SPARK_ARGS[@]}")"
 
 exec "$SUBMIT" \
   --properties-file "$PROPS" \
   --jars "$JARS" \
   --py-files "$PYFILES" \
-  --conf "spark.driver.defaultJavaOptions=${JVM_ARCHIVE:+$JVM_ARCHIVE }$LOG4J" \
+  --conf "spark.driver.defaultJavaOptions=${DRIVER_JVM:+$DRIVER_JVM }$LOG4J" \
   "${SPARK_ARGS[@]}" \
   "$MAIN" "${JOB_ARGS[@]}"

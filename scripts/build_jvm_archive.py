@@ -1,4 +1,4 @@
-"""Write the driver JVM's class-data-sharing archive (job/run/jvm_archive.py).
+"""Write the driver JVM's class-data-sharing archive (job/run/driver_jvm.py).
 
     .venv/bin/python scripts/build_jvm_archive.py [--force]
 
@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.generate import write  # noqa: E402
-from job.run.jvm_archive import archive_path  # noqa: E402
+from job.run.driver_jvm import archive_path  # noqa: E402
 
 TRAINING = """
 CREATE TABLE users (uid STRING, accountId STRING, score INT, PRIMARY KEY (uid) NOT ENFORCED)

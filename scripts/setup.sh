@@ -9,7 +9,7 @@ PYTHON=${PYTHON:-python3}
 # Bytecode in pyspark.zip: every Python worker imports PySpark from it (0.6 s less per worker).
 .venv/bin/python scripts/precompile_pyspark.py
 ./scripts/jars.sh all
-# A class-data-sharing archive of Spark's classes (job/run/jvm_archive.py): every driver JVM
+# A class-data-sharing archive of Spark's classes (job/run/driver_jvm.py): every driver JVM
 # starts 2-3 s faster. Written once per JDK and PySpark (about a minute), kept after that.
 .venv/bin/python scripts/build_jvm_archive.py
 echo "setup done: .venv is ready, jars are in jars/"

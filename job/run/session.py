@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Mapping
 
-from job.run import jvm_archive
+from job.run import driver_jvm
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULTS_FILE = ROOT / "conf" / "spark-defaults.conf"
@@ -107,10 +107,14 @@ def build_session(app_name: str, conf: Mapping[str, str], *, verbose: bool = Fal
         # within Spark's fixed 10 s on an overloaded machine) is retried instead of failing
         # the query.
         settings.setdefault("spark.master", master or os.environ.get("SPARK_MASTER", "local[2,4]"))
-        # What spark-submit.sh passes too: the class-data-sharing archive, a faster JVM start.
-        # A pipeline's own value replaces it below, as a later --conf does under spark-submit.sh.
-        settings["spark.driver.defaultJavaOptions"] = jvm_archive.with_archive(
-            settings.get("spark.driver.defaultJavaOptions"))
+        # What spark-submit.sh passes too (job/run/driver_jvm.py): the class-data-sharing
+        # archive and the parallel collector, unless the user's own driver options choose
+        # one. A pipeline's own value replaces them below, as a later --conf does under
+        # spark-submit.sh.
+        settings["spark.driver.defaultJavaOptions"] = driver_jvm.with_defaults(
+            settings.get("spark.driver.defaultJavaOptions"),
+            [settings.get(driver_jvm.EXTRA_OPTIONS), conf.get(driver_jvm.EXTRA_OPTIONS),
+             settings.get("spark.driver.defaultJavaOptions")])
         for key, value in settings.items():
             builder = builder.config(key, value)
     for key, value in {**REQUIRED, **conf}.items():

@@ -1,0 +1,131 @@
+"""The driver JVM's own options: a class-data-sharing archive and a throughput collector.
+
+Both are for the driver, which in local mode (cron, Airflow, the benchmarks) is the whole
+job. ``spark-submit.sh`` and :func:`job.run.session.build_session` pass them through
+``spark.driver.defaultJavaOptions``, which Spark puts before a user's
+``spark.driver.extraJavaOptions`` / ``--driver-java-options``.
+
+**The archive.** A fresh JVM spends seconds finding Spark's classes in some 250 jars,
+parsing and verifying them, and then compiling the class-loading code it ran so much of.
+A cron or Airflow run with ``--once`` pays that every time. JDK 17's dynamic CDS archive
+(``-XX:ArchiveClassesAtExit``) keeps the classes a run loaded pre-parsed in one file that
+the next JVM maps at start. Measured on the 2-core machine: session start 6.0 → 3.9 s,
+the first query 2.6 → 1.2 s (``README.md``, Quick start). ``scripts/build_jvm_archive.py``
+(run by ``scripts/setup.sh``) writes it. The JVM checks the file itself (the same JDK
+build and class path as when it was written) and, finding it stale, starts without it:
+the options switch off that warning, so a stale archive only costs the speed-up, never a
+run.
+
+**The collector.** A micro-batch allocates a great deal of short-lived garbage (decoded
+records, JSON rows, Arrow buffers) and waits for all of it anyway, so pause times matter
+less than the CPU the collector and its write barriers take. JDK 17 picks G1 on this
+machine; the parallel collector left the 2-core machine 3–6 CPU-s more of a 1M-event
+run (README, Benchmarks). It is chosen only when nothing else names a collector: two are
+a fatal JVM error ("Multiple garbage collectors selected"), and a user's choice wins.
+
+Kept free of imports from the job package: ``spark-submit.sh`` runs this file directly
+(``python job/run/driver_jvm.py [its spark-submit options]``) before any Spark code exists.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+from typing import Iterable, Optional
+
+ROOT = Path(__file__).resolve().parents[2]
+ARCHIVE_DIR = ROOT / "build" / "jvm"
+# The JVM's own messages about an archive it cannot use (another JDK build, another class
+# path) go to stdout, into a print sink's output: silenced, the JVM just starts without it.
+QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
+PARALLEL_GC = "-XX:+UseParallelGC"
+EXTRA_OPTIONS = "spark.driver.extraJavaOptions"
+# -XX:+UseG1GC, -XX:+UseZGC, -XX:+UseShenandoahGC, -XX:+UseSerialGC, -XX:+UseParallelGC …
+NAMES_A_COLLECTOR = re.compile(r"-XX:\+Use\w+GC\b")
+# Options every java launched for the driver reads besides its command line.
+JVM_ENVIRONMENT = ("JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "SPARK_SUBMIT_OPTS",
+                   "PYSPARK_SUBMIT_ARGS")
+
+
+def java_binary() -> str | None:
+    """The java Spark's launcher runs: $JAVA_HOME/bin/java, else the one on PATH."""
+    home = os.environ.get("JAVA_HOME")
+    if home and os.access(os.path.join(home, "bin", "java"), os.X_OK):
+        return os.path.join(home, "bin", "java")
+    return shutil.which("java")
+
+
+def archive_path() -> Path | None:
+    """Where the archive for this JDK and this PySpark lives (None without a java).
+
+    The name carries a hash of the JDK's identity (its path and ``release`` file, which
+    names the exact build) and of PySpark's (its version and when its jars were written):
+    a JDK update or a reinstalled PySpark gets a new archive from the next ``setup.sh``
+    rather than a stale one."""
+    java = java_binary()
+    if java is None:
+        return None
+    real = Path(java).resolve()
+    release = real.parents[1] / "release"
+    try:
+        from importlib.metadata import version
+        from importlib.util import find_spec
+
+        pyspark = version("pyspark")
+        # A reinstall of the same version writes new jar files, which the JVM would find
+        # newer than the archive's and refuse it: their directory's time is in the name.
+        jars = os.stat(Path(find_spec("pyspark").submodule_search_locations[0]) / "jars").st_mtime_ns
+    except Exception:  # noqa: BLE001 - no PySpark installed: nothing to archive for
+        return None
+    identity = f"{real}\n{release.read_text() if release.exists() else ''}\n{pyspark}\n{jars}"
+    return ARCHIVE_DIR / f"spark-{pyspark}-{hashlib.sha256(identity.encode()).hexdigest()[:12]}.jsa"
+
+
+def archive_options() -> str:
+    """The options that map the archive, or '' when there is none."""
+    path = archive_path()
+    if path is None or not path.is_file():
+        return ""
+    return f"-XX:SharedArchiveFile={path} {QUIET}"
+
+
+def names_a_collector(user_options: Iterable[Optional[str]]) -> bool:
+    """Whether the user's driver JVM options, or the JVM's environment, choose a collector."""
+    texts = [*(o or "" for o in user_options), *(os.environ.get(v, "") for v in JVM_ENVIRONMENT)]
+    return any(NAMES_A_COLLECTOR.search(t) for t in texts)
+
+
+def java_options(user_options: Iterable[Optional[str]] = ()) -> str:
+    """Our driver JVM options, given the user's own (``spark.driver.extraJavaOptions``
+    values from wherever they come): the archive, and the parallel collector unless the
+    user chose one."""
+    gc = "" if names_a_collector(user_options) else PARALLEL_GC
+    return " ".join(part for part in (archive_options(), gc) if part)
+
+
+def with_defaults(options: Optional[str], user_options: Iterable[Optional[str]] = ()) -> str:
+    """``options`` (a JVM option string, may be empty) with ours first."""
+    return " ".join(part for part in (java_options(user_options), options or "") if part)
+
+
+def submit_java_options(args: list[str]) -> list[str]:
+    """The driver JVM options among spark-submit arguments: ``--driver-java-options V``,
+    ``--conf spark.driver.extraJavaOptions=V`` and that key in ``--properties-file F``."""
+    found = []
+    for flag, value in zip(args, args[1:]):
+        if flag == "--driver-java-options":
+            found.append(value)
+        elif flag in ("--conf", "-c") and value.split("=", 1)[0].strip() == EXTRA_OPTIONS:
+            found.append(value.split("=", 1)[1] if "=" in value else "")
+        elif flag == "--properties-file" and os.path.isfile(value):
+            with open(value, encoding="utf-8", errors="replace") as f:
+                # Java properties: the key, then whitespace, '=' or ':' before the value.
+                found += [line for line in f if re.match(rf"\s*{re.escape(EXTRA_OPTIONS)}[\s=:]", line)]
+    return found
+
+
+if __name__ == "__main__":  # spark-submit.sh: prints our options, given its spark-submit options
+    print(java_options(submit_java_options(sys.argv[1:])))
