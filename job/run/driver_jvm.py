@@ -46,7 +46,8 @@ PARALLEL_GC = "-XX:+UseParallelGC"
 EXTRA_OPTIONS = "spark.driver.extraJavaOptions"
 # -XX:+UseG1GC, -XX:+UseZGC, -XX:+UseShenandoahGC, -XX:+UseSerialGC, -XX:+UseParallelGC …
 NAMES_A_COLLECTOR = re.compile(r"-XX:\+Use\w+GC\b")
-# Options every java launched for the driver reads besides its command line.
+# Where else a driver JVM's options come from: variables the java launcher and Spark's
+# scripts read, and the one PySpark turns into the spark-submit it starts.
 JVM_ENVIRONMENT = ("JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "SPARK_SUBMIT_OPTS",
                    "PYSPARK_SUBMIT_ARGS")
 
@@ -108,8 +109,9 @@ def java_options(user_options: Iterable[Optional[str]] = ()) -> str:
 
 
 def with_defaults(options: Optional[str], user_options: Iterable[Optional[str]] = ()) -> str:
-    """``options`` (a JVM option string, may be empty) with ours first."""
-    return " ".join(part for part in (java_options(user_options), options or "") if part)
+    """``options`` (a JVM option string, may be empty) with ours first; a collector named
+    in ``options`` counts as the user's choice too."""
+    return " ".join(part for part in (java_options([*user_options, options]), options or "") if part)
 
 
 def submit_java_options(args: list[str]) -> list[str]:

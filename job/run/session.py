@@ -113,8 +113,7 @@ def build_session(app_name: str, conf: Mapping[str, str], *, verbose: bool = Fal
         # spark-submit.sh.
         settings["spark.driver.defaultJavaOptions"] = driver_jvm.with_defaults(
             settings.get("spark.driver.defaultJavaOptions"),
-            [settings.get(driver_jvm.EXTRA_OPTIONS), conf.get(driver_jvm.EXTRA_OPTIONS),
-             settings.get("spark.driver.defaultJavaOptions")])
+            [settings.get(driver_jvm.EXTRA_OPTIONS), conf.get(driver_jvm.EXTRA_OPTIONS)])
         for key, value in settings.items():
             builder = builder.config(key, value)
     for key, value in {**REQUIRED, **conf}.items():

@@ -78,6 +78,26 @@ def test_the_parallel_collector_only_when_nothing_else_chooses_one(user, env, ou
     assert ("-XX:+UseParallelGC" in driver_jvm.java_options(user)) is ours
 
 
+def test_with_defaults_keeps_a_collector_in_the_options_it_extends(no_jvm_environment):
+    assert "-XX:+UseParallelGC" not in driver_jvm.with_defaults("-XX:+UseSerialGC -Dx=1")
+    assert driver_jvm.with_defaults("-XX:+UseSerialGC -Dx=1").endswith("-XX:+UseSerialGC -Dx=1")
+
+
+@pytest.mark.parametrize("args, ours", [
+    ([], True),
+    (["--master", "local[2]", "--driver-java-options", "-Xmx2g -XX:+UseG1GC"], False),
+    (["--conf", "spark.driver.extraJavaOptions=-XX:+UseZGC"], False),
+    (["--conf", "spark.executor.extraJavaOptions=-XX:+UseZGC"], True),
+])
+def test_the_script_spark_submit_sh_runs(args, ours, no_jvm_environment):
+    # Exactly as spark-submit.sh calls it: the file itself, with its spark-submit options.
+    run = subprocess.run([sys.executable, str(ROOT / "job" / "run" / "driver_jvm.py"), "--properties-file",
+                          str(ROOT / "conf" / "spark-defaults.conf"), *args],
+                         cwd="/", capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert ("-XX:+UseParallelGC" in run.stdout.split()) is ours
+
+
 def test_spark_submit_options_that_reach_the_driver_jvm(tmp_path):
     props = tmp_path / "spark-defaults.conf"
     props.write_text("spark.executor.extraJavaOptions  -XX:+UseG1GC\n"
