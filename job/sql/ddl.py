@@ -29,9 +29,8 @@ from typing import Optional
 
 from job.errors import Origin
 from job.sql.statements import Column, CreateTable, StatementText, Watermark
-from job.sql.types import (
-    DSTRING, EOF, IDENT, NUMBER, QUOTED, STRING, Token, TokenStream, describe, parse_type,
-)
+from job.sql.tokens import DSTRING, EOF, IDENT, NUMBER, QUOTED, STRING, Token, TokenStream, describe
+from job.sql.types import parse_type
 
 WITH_HINT = "Flink requires a connector: add WITH ('connector' = '…', …) after the column list."
 NOT_ENFORCED_HINT = (

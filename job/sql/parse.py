@@ -28,7 +28,7 @@ from typing import Optional
 from job.errors import Origin, PipelineError
 from job.sql.ddl import if_not_exists, name_list, optional_comment, parse_create_table, qualified_name
 from job.sql.statements import CreateView, Insert, SetOption, Statement, StatementText
-from job.sql.types import EOF, IDENT, STRING, Token, TokenStream, describe
+from job.sql.tokens import EOF, IDENT, STRING, Token, TokenStream, describe
 
 SUPPORTED = (
     "CREATE TABLE, CREATE VIEW, SET 'key' = 'value', INSERT INTO / INSERT OVERWRITE, "

@@ -1,255 +1,194 @@
-"""Flink SQL types → Spark DDL type strings, plus the tokenizer the statement parsers share.
+"""Flink's data types: parsed from the DDL and CAST, carried through the query, mapped to
+Spark's.
 
-``to_spark_type("DECIMAL(10, 2) NOT NULL")`` gives ``"decimal(10,2)"``;
-:func:`parse_flink_type` also returns the nullability. ``ddl.py`` calls :func:`parse_type`
-on its own token stream so type errors point at the user's line and column.
-
-The tokenizer lives here, not in ``parse.py``, because this is the lowest module of the
-SQL front end: ``ddl.py`` and ``parse.py`` build on it, and :func:`to_spark_type` needs it
-too. Keeping it here avoids an import cycle.
+:class:`LogicalType` is a Flink type as Flink reasons about it (``DECIMAL(10, 2) NOT
+NULL``, ``TIMESTAMP_LTZ(3)``, ``ROW<a INT, b STRING>``): the front end infers it for every
+expression with Flink's rules, and its :attr:`~LogicalType.spark` string is the type the
+value has in Spark. ``parse_flink_type("DECIMAL(10, 2) NOT NULL")`` parses one;
+``ddl.py`` calls :func:`parse_type` on its own token stream so type errors point at the
+user's line and column.
 
 Mapping notes (Flink → Spark):
 
 * ``TIME[(p)]`` becomes ``string``: Spark has no time-of-day type.
 * ``TIMESTAMP[(p)] [WITHOUT TIME ZONE]`` becomes ``timestamp``, not ``timestamp_ntz``.
   Spark's event-time watermarks only accept ``timestamp`` columns, and the job pins
-  the session time zone to UTC, so a wall-clock value round-trips unchanged.
-* ``TIMESTAMP_LTZ`` / ``TIMESTAMP WITH LOCAL TIME ZONE`` also become ``timestamp``:
-  both are instants.
+  the session time zone to UTC, so a wall-clock value round-trips unchanged. The
+  front end keeps the difference from ``TIMESTAMP_LTZ`` (an instant, shown in
+  ``table.local-time-zone``) in the LogicalType and translates accordingly.
 * ``MULTISET<T>`` becomes ``map<T,int>``, an element-to-count map, the same shape
   Flink uses when it converts multisets.
-* Spark DDL cannot mark array elements or map values NOT NULL, so that nullability is
-  dropped. Only the outermost NOT NULL is returned. Field comments are dropped too.
+* Spark DDL cannot mark array elements or map values NOT NULL, so that nullability
+  lives only in the LogicalType. Field comments are dropped.
 """
 from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
-from job.errors import Origin, PipelineError
+from job.errors import Origin
+from job.sql.tokens import IDENT, NUMBER, STRING, Token, TokenStream
 
-# --------------------------------------------------------------------------- tokens
+MAX_LENGTH = 2147483647
 
-IDENT = "ident"      # unquoted identifier or keyword; ``value`` is the text as written
-QUOTED = "quoted"    # `backquoted identifier`; ``value`` is unescaped
-STRING = "string"    # 'string literal'; ``value`` is unescaped ('' → ')
-DSTRING = "dstring"  # "double quoted"; only occurs inside verbatim expressions
-NUMBER = "number"
-PUNCT = "punct"      # a single character: ( ) , . < > = - + * ; …
-EOF = "eof"
+# Families, for the rules that do not care about precision.
+INTEGRAL = ("TINYINT", "SMALLINT", "INT", "BIGINT")
+APPROXIMATE = ("FLOAT", "DOUBLE")
+NUMERIC = INTEGRAL + ("DECIMAL",) + APPROXIMATE
+CHARACTER = ("CHAR", "VARCHAR")
+BINARY_STRING = ("BINARY", "VARBINARY")
+TIMESTAMPS = ("TIMESTAMP", "TIMESTAMP_LTZ")
+INTERVALS = ("INTERVAL_DAY_TIME", "INTERVAL_YEAR_MONTH")
 
-_NUMBER = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_SPARK_SIMPLE = {
+    "BOOLEAN": "boolean", "TINYINT": "tinyint", "SMALLINT": "smallint", "INT": "int", "BIGINT": "bigint",
+    "FLOAT": "float", "DOUBLE": "double", "CHAR": "string", "VARCHAR": "string", "BINARY": "binary",
+    "VARBINARY": "binary", "DATE": "date", "TIME": "string", "TIMESTAMP": "timestamp", "TIMESTAMP_LTZ": "timestamp",
+    "INTERVAL_DAY_TIME": "interval day to second", "INTERVAL_YEAR_MONTH": "interval year to month",
+    "NULL": "void",
+}
+_SIMPLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
-class Token:
-    """One token. ``start``/``end`` are indexes into the statement text.
+class LogicalType:
+    """A Flink type. ``precision`` holds DECIMAL's precision, TIME/TIMESTAMP's fraction
+    digits and CHAR/VARCHAR/BINARY/VARBINARY's length; ``children`` the element type
+    (ARRAY, MULTISET), key and value (MAP) or field types (ROW, named by
+    ``field_names``)."""
 
-    An EOF token starts where the last real token ends, so an error for a truncated
-    statement points just after the last token rather than at trailing comments.
-    """
+    name: str
+    nullable: bool = True
+    precision: Optional[int] = None
+    scale: Optional[int] = None
+    children: tuple = ()
+    field_names: tuple = ()
 
-    kind: str
-    text: str
-    value: str
-    start: int
-    end: int
+    # -- families --------------------------------------------------------------
+    @property
+    def is_numeric(self) -> bool:
+        return self.name in NUMERIC
 
-    def is_keyword(self, *words: str) -> bool:
-        return self.kind == IDENT and self.value.upper() in words
+    @property
+    def is_integral(self) -> bool:
+        return self.name in INTEGRAL
 
-    def matches(self, word: str) -> bool:
-        """``word`` is a keyword (letters, compared without case) or one punctuation char."""
-        if word[:1].isalpha():
-            return self.kind == IDENT and self.value.upper() == word
-        return self.kind == PUNCT and self.value == word
+    @property
+    def is_exact(self) -> bool:
+        return self.name in INTEGRAL or self.name == "DECIMAL"
 
+    @property
+    def is_character(self) -> bool:
+        return self.name in CHARACTER
 
-def describe(token: Token) -> str:
-    """How an error message names a token it found."""
-    if token.kind == EOF:
-        return "end of statement"
-    text = token.text.replace("\n", " ")
-    if len(text) > 30:
-        text = text[:29] + "…"
-    return f"string {text}" if token.kind == STRING else f"'{text}'"
+    @property
+    def is_binary(self) -> bool:
+        return self.name in BINARY_STRING
 
+    @property
+    def is_timestamp(self) -> bool:
+        return self.name in TIMESTAMPS
 
-def _quote_word(word: str) -> str:
-    return f"'{word}'"
+    @property
+    def is_interval(self) -> bool:
+        return self.name in INTERVALS
 
+    @property
+    def is_null(self) -> bool:
+        return self.name == "NULL"
 
-class TokenStream:
-    """Tokens of one statement, scanned lazily.
+    def nullable_as(self, nullable: bool) -> "LogicalType":
+        return self if self.nullable == nullable else replace(self, nullable=nullable)
 
-    Parsers only tokenize what they need. For ``INSERT … SELECT`` the query is kept
-    verbatim for Spark, and its syntax is never put through this tokenizer (for
-    example, Spark-style backslash escapes in strings would confuse it).
-    Comments (``-- …`` and ``/* … */``) are skipped.
-    """
+    # -- Spark ----------------------------------------------------------------
+    @property
+    def spark(self) -> str:
+        """The Spark DDL type string of values of this type."""
+        if self.name == "DECIMAL":
+            return f"decimal({self.precision},{self.scale})"
+        if self.name == "ARRAY":
+            return f"array<{self.children[0].spark}>"
+        if self.name == "MULTISET":
+            return f"map<{self.children[0].spark},int>"
+        if self.name == "MAP":
+            return f"map<{self.children[0].spark},{self.children[1].spark}>"
+        if self.name == "ROW":
+            return "struct<" + ",".join(f"{spark_field_name(n)}:{t.spark}"
+                                        for n, t in zip(self.field_names, self.children)) + ">"
+        return _SPARK_SIMPLE[self.name]
 
-    def __init__(self, text: str, origin: Origin, statement: Optional[str] = None) -> None:
-        self.text = text
-        self.origin = origin
-        self.statement = text if statement is None else statement
-        self._scan_pos = 0
-        self._scan_last_end = 0
-        self._buffer: list[Token] = []
-        self.prev_end = 0  # end index of the last token taken with next()
+    # -- Flink's own spelling --------------------------------------------------
+    def __str__(self) -> str:
+        return self.summary()
 
-    # -- scanning ------------------------------------------------------------------
-
-    def _scan(self) -> Token:
-        text, i, n = self.text, self._scan_pos, len(self.text)
-        while i < n:
-            if text[i].isspace() or text[i] == "\ufeff":  # a BOM is blank, as in the splitter
-                i += 1
-            elif text.startswith("--", i):
-                j = text.find("\n", i)
-                i = n if j < 0 else j + 1
-            elif text.startswith("/*", i):
-                j = text.find("*/", i + 2)
-                if j < 0:
-                    raise self.error_at(i, "unterminated comment: '/*' without '*/'")
-                i = j + 2
-            else:
-                break
-        if i >= n:
-            self._scan_pos = n
-            return Token(EOF, "", "", self._scan_last_end, self._scan_last_end)
-        c = text[i]
-        if c == "'":
-            value, end = self._quoted(i, "'", "string literal")
-            kind = STRING
-        elif c == "`":
-            value, end = self._quoted(i, "`", "backquoted identifier")
-            kind = QUOTED
-        elif c == '"':
-            value, end = self._quoted(i, '"', "double-quoted text")
-            kind = DSTRING
-        elif c == "_" or c.isalpha():
-            end = i + 1
-            while end < n and (text[end].isalnum() or text[end] in "_$"):
-                end += 1
-            value, kind = text[i:end], IDENT
-        elif (m := _NUMBER.match(text, i)) is not None:
-            end = m.end()
-            value, kind = text[i:end], NUMBER
+    def summary(self, nullability: bool = True) -> str:
+        n = self.name
+        if n == "VARCHAR" and self.precision == MAX_LENGTH:
+            text = "STRING"
+        elif n == "VARBINARY" and self.precision == MAX_LENGTH:
+            text = "BYTES"
+        elif n == "DECIMAL":
+            text = f"DECIMAL({self.precision}, {self.scale})"
+        elif n in CHARACTER + BINARY_STRING + ("TIME", "TIMESTAMP", "TIMESTAMP_LTZ") and self.precision is not None:
+            text = f"{n}({self.precision})"
+        elif n in ("ARRAY", "MULTISET"):
+            text = f"{n}<{self.children[0].summary()}>"
+        elif n == "MAP":
+            text = f"MAP<{self.children[0].summary()}, {self.children[1].summary()}>"
+        elif n == "ROW":
+            text = "ROW<" + ", ".join(f"`{f}` {t.summary()}" for f, t in zip(self.field_names, self.children)) + ">"
+        elif n == "INTERVAL_DAY_TIME":
+            text = "INTERVAL SECOND(3)"
+        elif n == "INTERVAL_YEAR_MONTH":
+            text = "INTERVAL MONTH"
         else:
-            end = i + 1
-            value, kind = c, PUNCT
-        self._scan_pos = self._scan_last_end = end
-        return Token(kind, text[i:end], value, i, end)
-
-    def _quoted(self, start: int, quote: str, what: str) -> tuple[str, int]:
-        """Scan a quoted token whose quote is escaped by doubling it ('it''s')."""
-        parts, j = [], start + 1
-        while True:
-            k = self.text.find(quote, j)
-            if k < 0:
-                raise self.error_at(start, f"unterminated {what}: missing closing {quote}")
-            if self.text.startswith(quote * 2, k):
-                parts.append(self.text[j : k + 1])
-                j = k + 2
-                continue
-            parts.append(self.text[j:k])
-            return "".join(parts), k + 1
-
-    # -- navigation ----------------------------------------------------------------
-
-    def peek(self, k: int = 0) -> Token:
-        while len(self._buffer) <= k:
-            if self._buffer and self._buffer[-1].kind == EOF:
-                return self._buffer[-1]
-            self._buffer.append(self._scan())
-        return self._buffer[k]
-
-    def next(self) -> Token:
-        token = self.peek()
-        if token.kind != EOF:
-            self._buffer.pop(0)
-            self.prev_end = token.end
-        return token
-
-    def at(self, *words: str) -> bool:
-        """Whether the next tokens are ``words`` (keywords upper-case, or punctuation)."""
-        return all(self.peek(i).matches(w) for i, w in enumerate(words))
-
-    def accept(self, *words: str) -> Optional[Token]:
-        """Take ``words`` if they come next; return the first one's token, else None."""
-        if not self.at(*words):
-            return None
-        first = self.peek()
-        for _ in words:
-            self.next()
-        return first
-
-    def expect(self, *words: str, what: Optional[str] = None, hint: Optional[str] = None) -> Token:
-        """Take ``words`` or fail at the first token that differs."""
-        for i, word in enumerate(words):
-            if not self.peek(i).matches(word):
-                wanted = what or _quote_word(" ".join(words[i:]))
-                raise self.expected(wanted, self.peek(i), hint=hint)
-        return self.accept(*words)  # type: ignore[return-value]
-
-    def identifier(self, what: str) -> Token:
-        """An unquoted or backquoted identifier; its name is ``token.value``."""
-        token = self.peek()
-        if token.kind == IDENT or (token.kind == QUOTED and token.value):
-            return self.next()
-        if token.kind == QUOTED:
-            raise self.error("empty backquoted identifier", token)
-        raise self.expected(what, token)
-
-    def string(self, what: str, hint: Optional[str] = None) -> Token:
-        token = self.peek()
-        if token.kind != STRING:
-            raise self.expected(what, token, hint=hint)
-        return self.next()
-
-    def at_end(self) -> bool:
-        return self.peek().kind == EOF
-
-    def expect_end(self, after: str) -> None:
-        token = self.peek()
-        if token.kind != EOF:
-            raise self.error(f"unexpected {describe(token)} after {after}", token)
-
-    def reset(self, index: int) -> None:
-        """Continue scanning at character ``index`` (used by the raw ``SET k = v`` form)."""
-        self._buffer.clear()
-        self._scan_pos = self._scan_last_end = self.prev_end = index
-
-    # -- errors --------------------------------------------------------------------
-
-    def origin_at(self, index: int) -> Origin:
-        return self.origin.offset(self.text, index)
-
-    def error_at(self, index: int, message: str, hint: Optional[str] = None) -> PipelineError:
-        return PipelineError(
-            message, origin=self.origin_at(index), statement=self.statement, hint=hint
-        )
-
-    def error(self, message: str, token: Token, hint: Optional[str] = None) -> PipelineError:
-        return self.error_at(token.start, message, hint)
-
-    def expected(self, what: str, token: Optional[Token] = None, hint: Optional[str] = None) -> PipelineError:
-        token = self.peek() if token is None else token
-        return self.error(f"expected {what} but found {describe(token)}", token, hint)
+            text = n
+        return text + ("" if self.nullable or not nullability else " NOT NULL")
 
 
-# --------------------------------------------------------------------------- types
+def t(name: str, precision: Optional[int] = None, scale: Optional[int] = None, nullable: bool = True,
+      children: tuple = (), field_names: tuple = ()) -> LogicalType:
+    """Shorthand: ``t("DECIMAL", 10, 2)``, ``t("ARRAY", children=(t("INT"),))``."""
+    return LogicalType(name, nullable, precision, scale, tuple(children), tuple(field_names))
+
+
+STRING_TYPE = t("VARCHAR", MAX_LENGTH)
+BYTES_TYPE = t("VARBINARY", MAX_LENGTH)
+BOOLEAN_TYPE = t("BOOLEAN")
+INT_TYPE = t("INT")
+BIGINT_TYPE = t("BIGINT")
+DOUBLE_TYPE = t("DOUBLE")
+DATE_TYPE = t("DATE")
+NULL_TYPE = t("NULL")
+
+
+def timestamp(precision: int = 6, ltz: bool = False, nullable: bool = True) -> LogicalType:
+    return t("TIMESTAMP_LTZ" if ltz else "TIMESTAMP", precision, nullable=nullable)
+
+
+def decimal(precision: int, scale: int, nullable: bool = True) -> LogicalType:
+    return t("DECIMAL", precision, scale, nullable=nullable)
+
+
+# --------------------------------------------------------------------------- parsing
 
 
 @dataclass(frozen=True)
 class FlinkType:
-    """A parsed Flink type: its Spark DDL string, outer nullability and text as written."""
+    """A type as parsed from the DDL or a CAST: the LogicalType and the text as written."""
 
-    spark_type: str
-    nullable: bool
+    type: LogicalType
     text: str
+
+    @property
+    def spark_type(self) -> str:
+        return self.type.spark
+
+    @property
+    def nullable(self) -> bool:
+        return self.type.nullable
 
 
 # Type names, for did-you-mean hints.
@@ -267,13 +206,12 @@ _ALIASES = {
 # Flink types with no Spark counterpart.
 _UNSUPPORTED = ("RAW", "INTERVAL", "NULL", "LEGACY", "STRUCTURED", "SYMBOL", "VARIANT", "DESCRIPTOR")
 _SIMPLE = {
-    "STRING": "string", "BOOLEAN": "boolean", "TINYINT": "tinyint",
-    "SMALLINT": "smallint", "INT": "int", "INTEGER": "int", "BIGINT": "bigint",
-    "FLOAT": "float", "DATE": "date", "BYTES": "binary",
+    "STRING": STRING_TYPE, "BOOLEAN": BOOLEAN_TYPE, "TINYINT": t("TINYINT"), "SMALLINT": t("SMALLINT"),
+    "INT": INT_TYPE, "INTEGER": INT_TYPE, "BIGINT": BIGINT_TYPE, "FLOAT": t("FLOAT"), "DATE": DATE_TYPE,
+    "BYTES": BYTES_TYPE,
 }
 # Nesting deeper than this is certainly a mistake; the limit keeps recursion safe.
 _MAX_DEPTH = 40
-_SIMPLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def to_spark_type(flink_type: str, origin: Optional[Origin] = None) -> str:
@@ -292,27 +230,31 @@ def parse_flink_type(flink_type: str, origin: Optional[Origin] = None) -> FlinkT
     return parsed
 
 
+def logical_type(flink_type: str, origin: Optional[Origin] = None) -> LogicalType:
+    """The LogicalType of a type string (``"DECIMAL(10, 2) NOT NULL"``)."""
+    return parse_flink_type(flink_type, origin).type
+
+
 def parse_type(ts: TokenStream) -> FlinkType:
     """Parse a type at the stream's position, including a trailing ``NOT NULL``/``NULL``."""
     first = ts.peek()
-    spark, nullable = _type_with_nullability(ts, 0)
-    return FlinkType(spark, nullable, ts.text[first.start : ts.prev_end])
+    parsed = _type_with_nullability(ts, 0)
+    return FlinkType(parsed, ts.text[first.start : ts.prev_end])
 
 
-def _type_with_nullability(ts: TokenStream, depth: int) -> tuple[str, bool]:
+def _type_with_nullability(ts: TokenStream, depth: int) -> LogicalType:
     if depth > _MAX_DEPTH:
         raise ts.error("type is nested too deeply", ts.peek())
-    spark = _base_type(ts, depth)
-    nullable = _nullability(ts)
+    parsed = _base_type(ts, depth).nullable_as(_nullability(ts))
     # Suffix forms: ``INT ARRAY``, ``STRING MULTISET`` (each may take its own NOT NULL).
     while True:
         if ts.accept("ARRAY"):
-            spark = f"array<{spark}>"
+            parsed = t("ARRAY", children=(parsed,))
         elif ts.accept("MULTISET"):
-            spark = f"map<{spark},int>"
+            parsed = t("MULTISET", children=(parsed,))
         else:
-            return spark, nullable
-        nullable = _nullability(ts)
+            return parsed
+        parsed = parsed.nullable_as(_nullability(ts))
 
 
 def _nullability(ts: TokenStream) -> bool:
@@ -323,7 +265,7 @@ def _nullability(ts: TokenStream) -> bool:
     return True
 
 
-def _base_type(ts: TokenStream, depth: int) -> str:
+def _base_type(ts: TokenStream, depth: int) -> LogicalType:
     token = ts.peek()
     if token.kind != IDENT:
         raise ts.expected("a type", token)
@@ -331,49 +273,43 @@ def _base_type(ts: TokenStream, depth: int) -> str:
     if name in _SIMPLE:
         ts.next()
         return _SIMPLE[name]
-    if name in ("CHAR", "VARCHAR"):
+    if name in ("CHAR", "VARCHAR", "BINARY", "VARBINARY"):
         ts.next()
-        _length(ts, name)
-        return "string"
-    if name in ("BINARY", "VARBINARY"):
-        ts.next()
-        _length(ts, name)
-        return "binary"
+        return t(name, _length(ts, name))
     if name == "DOUBLE":
         ts.next()
         ts.accept("PRECISION")
-        return "double"
+        return t("DOUBLE")
     if name in ("DECIMAL", "DEC", "NUMERIC"):
         ts.next()
         return _decimal(ts, name)
     if name == "TIME":
         ts.next()
-        _precision(ts, name)
+        precision = _precision(ts, name, 0)
         if ts.at("WITH"):
             raise ts.error("TIME WITH TIME ZONE is not a Flink type", ts.peek())
         if ts.accept("WITHOUT"):
             ts.expect("TIME", "ZONE")
-        return "string"  # Spark has no time-of-day type
+        return t("TIME", precision)
     if name in ("TIMESTAMP", "TIMESTAMP_LTZ"):
         ts.next()
-        _precision(ts, name)
-        if name == "TIMESTAMP":
-            _timestamp_zone(ts)
-        return "timestamp"
+        precision = _precision(ts, name, 6)
+        ltz = name == "TIMESTAMP_LTZ" or (name == "TIMESTAMP" and _timestamp_zone(ts))
+        return timestamp(precision, ltz)
     if name in ("ARRAY", "MULTISET"):
         ts.next()
         ts.expect("<")
-        element, _ = _type_with_nullability(ts, depth + 1)
+        element = _type_with_nullability(ts, depth + 1)
         ts.expect(">", what="'>' to close the " + name)
-        return f"array<{element}>" if name == "ARRAY" else f"map<{element},int>"
+        return t(name, children=(element,))
     if name == "MAP":
         ts.next()
         ts.expect("<")
-        key, _ = _type_with_nullability(ts, depth + 1)
+        key = _type_with_nullability(ts, depth + 1)
         ts.expect(",", what="',' between the MAP key and value types")
-        value, _ = _type_with_nullability(ts, depth + 1)
+        value = _type_with_nullability(ts, depth + 1)
         ts.expect(">", what="'>' to close the MAP")
-        return f"map<{key},{value}>"
+        return t("MAP", children=(key, value))
     if name == "ROW":
         ts.next()
         return _row(ts, depth)
@@ -389,19 +325,21 @@ def _type_hint(name: str) -> str:
     return "supported types: " + ", ".join(KNOWN_TYPES) + "."
 
 
-def _timestamp_zone(ts: TokenStream) -> None:
+def _timestamp_zone(ts: TokenStream) -> bool:
+    """``WITHOUT TIME ZONE`` (False), ``WITH LOCAL TIME ZONE`` (True), or nothing (False)."""
     if ts.accept("WITHOUT"):
         ts.expect("TIME", "ZONE")
     elif ts.at("WITH"):
         if ts.accept("WITH", "LOCAL"):
             ts.expect("TIME", "ZONE")
-        elif ts.at("WITH", "TIME"):
+            return True
+        if ts.at("WITH", "TIME"):
             raise ts.error(
                 "TIMESTAMP WITH TIME ZONE is not supported by Flink", ts.peek(),
                 hint="use TIMESTAMP_LTZ (TIMESTAMP WITH LOCAL TIME ZONE) for instants",
             )
-        else:
-            ts.expect("WITH", "LOCAL", "TIME", "ZONE")
+        ts.expect("WITH", "LOCAL", "TIME", "ZONE")
+    return False
 
 
 def _params(ts: TokenStream, name: str, most: int) -> list[tuple[int, Token]]:
@@ -423,19 +361,23 @@ def _params(ts: TokenStream, name: str, most: int) -> list[tuple[int, Token]]:
     return params
 
 
-def _length(ts: TokenStream, name: str) -> None:
+def _length(ts: TokenStream, name: str) -> int:
     for length, token in _params(ts, name, 1):
         if length < 1:
             raise ts.error(f"{name} length must be at least 1", token)
+        return length
+    return 1  # Flink: CHAR = CHAR(1), VARCHAR = VARCHAR(1)
 
 
-def _precision(ts: TokenStream, name: str) -> None:
+def _precision(ts: TokenStream, name: str, default: int) -> int:
     for precision, token in _params(ts, name, 1):
         if precision > 9:
             raise ts.error(f"{name} precision must be between 0 and 9", token)
+        return precision
+    return default
 
 
-def _decimal(ts: TokenStream, name: str) -> str:
+def _decimal(ts: TokenStream, name: str) -> LogicalType:
     params = _params(ts, name, 2)
     precision, scale = 10, 0  # Flink's default: DECIMAL = DECIMAL(10, 0)
     if params:
@@ -446,10 +388,10 @@ def _decimal(ts: TokenStream, name: str) -> str:
         scale = params[1][0]
         if scale > precision:
             raise ts.error(f"{name} scale must be between 0 and the precision ({precision})", params[1][1])
-    return f"decimal({precision},{scale})"
+    return decimal(precision, scale)
 
 
-def _row(ts: TokenStream, depth: int) -> str:
+def _row(ts: TokenStream, depth: int) -> LogicalType:
     """``ROW<a INT, b STRING>`` or ``ROW(a INT, b STRING)``; fields may carry comments."""
     if ts.accept("<"):
         close = ">"
@@ -457,26 +399,27 @@ def _row(ts: TokenStream, depth: int) -> str:
         close = ")"
     else:
         raise ts.expected("'<' or '(' after ROW")
-    fields: list[str] = []
+    names: list[str] = []
+    types: list[LogicalType] = []
     seen: set[str] = set()
     if ts.accept(close):
-        return "struct<>"
+        return t("ROW")
     while True:
         name_token = ts.identifier("a ROW field name")
         if name_token.value.lower() in seen:
             raise ts.error(f"duplicate ROW field '{name_token.value}'", name_token)
         seen.add(name_token.value.lower())
-        field_type, _ = _type_with_nullability(ts, depth + 1)
+        types.append(_type_with_nullability(ts, depth + 1))
+        names.append(name_token.value)
         # Flink accepts both ``a INT COMMENT 'x'`` (SQL) and ``a INT 'x'`` (type strings).
         if ts.accept("COMMENT"):
             ts.string("a comment string after COMMENT")
         elif ts.peek().kind == STRING:
             ts.next()
-        fields.append(f"{spark_field_name(name_token.value)}:{field_type}")
         if ts.accept(","):
             continue
         ts.expect(close, what=f"',' or '{close}' in the ROW")
-        return "struct<" + ",".join(fields) + ">"
+        return t("ROW", children=tuple(types), field_names=tuple(names))
 
 
 def spark_field_name(name: str) -> str:

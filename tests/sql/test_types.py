@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 
 from job.errors import Origin, PipelineError
-from job.sql.types import TokenStream, parse_flink_type, parse_type, to_spark_type
+from job.sql.tokens import TokenStream
+from job.sql.types import parse_flink_type, parse_type, to_spark_type
 
 
 @pytest.mark.parametrize(
