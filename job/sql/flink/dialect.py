@@ -82,7 +82,6 @@ _TIME_UNITS = {
 
 class Flink(Dialect):
     NULL_ORDERING = "nulls_are_small"
-    INDEX_OFFSET = 1
 
     class Tokenizer(tokens.Tokenizer):
         QUOTES = ["'"]
@@ -391,7 +390,7 @@ def normalize(tree: exp.Expression) -> exp.Expression:
             elif node.args.get("decimals") is not None:
                 args.append(node.args["decimals"])
             return _call(name, args, node)
-        if isinstance(node, exp.If):
+        if isinstance(node, exp.If) and not isinstance(node.parent, exp.Case):
             args = [node.this, node.args.get("true"), node.args.get("false") or exp.Null()]
             return _call("IF", args, node)
         if isinstance(node, (exp.CurrentDate, exp.CurrentTimestamp, exp.CurrentTime, exp.CurrentUser,

@@ -1,0 +1,247 @@
+"""Flink's built-in functions: each one mapped to Spark with Flink's meaning, or refused
+by name.
+
+The library is a registry of :class:`Function` entries, one module per category of
+Flink's documentation (comparison and logical operators live in the translator):
+
+=============  ===============================================
+module         Flink's category
+=============  ===============================================
+arithmetic     arithmetic functions
+string         string functions
+temporal       temporal functions
+conditional    conditional functions
+conversion     type conversion functions
+collection     collection functions
+json           JSON functions
+value          value construction and value access functions
+hashing        hash functions
+aggregate      aggregate functions
+=============  ===============================================
+
+A scalar function is a ``translate(call) -> Typed`` that builds Spark SQL computing
+Flink's result (a Spark function that merely shares the name is used only when its
+meaning is the same, which its tests against Flink show). An aggregate function
+declares its result type and the engine's aggregate that computes it; the planner
+evaluates it. Every other function Flink documents is registered with
+:func:`not_supported` and refused by name where it is called, before anything runs.
+``scripts/gen_docs.py`` writes docs/functions.md from this registry.
+"""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Callable, NoReturn, Optional, Sequence
+
+from sqlglot import exp
+
+from job.sql.types import LogicalType
+
+SCALAR, AGGREGATE, WINDOW, TABLE = "scalar", "aggregate", "window", "table"
+
+CATEGORIES = ("comparison", "logical", "arithmetic", "string", "temporal", "conditional", "conversion",
+              "collection", "json", "value", "hash", "aggregate", "window", "time attribute")
+
+
+@dataclass(frozen=True)
+class Function:
+    """One Flink function. ``translate`` is None when it is refused (``refusal`` says why)."""
+
+    name: str
+    category: str
+    signature: str
+    description: str = ""
+    kind: str = SCALAR
+    translate: Optional[Callable] = field(default=None, compare=False, repr=False)
+    refusal: Optional[str] = None
+    # Aggregates: the Flink result type for the argument types, and the engine's name.
+    result: Optional[Callable[[Sequence[LogicalType]], LogicalType]] = field(default=None, compare=False, repr=False)
+    engine: Optional[str] = None
+    notes: str = ""
+
+    @property
+    def supported(self) -> bool:
+        return self.refusal is None
+
+
+REGISTRY: dict[str, Function] = {}
+
+
+def register(fn: Function, aliases: Sequence[str] = ()) -> Function:
+    for name in (fn.name, *aliases):
+        if name in REGISTRY and REGISTRY[name].supported and fn.supported:
+            raise AssertionError(f"Flink function {name} is registered twice")
+        if name not in REGISTRY or fn.supported:
+            REGISTRY[name] = fn
+    return fn
+
+
+def scalar(name: str, category: str, signature: str, description: str = "", aliases: Sequence[str] = (),
+           notes: str = ""):
+    """Register ``translate(call) -> Typed`` as the Flink scalar function ``name``."""
+
+    def wrap(translate):
+        register(Function(name, category, signature, description, SCALAR, translate, notes=notes), aliases)
+        return translate
+
+    return wrap
+
+
+def aggregate(name: str, category: str, signature: str, description: str, *, result, engine: str,
+              aliases: Sequence[str] = (), notes: str = "") -> Function:
+    return register(Function(name, category, signature, description, AGGREGATE, result=result, engine=engine,
+                             notes=notes), aliases)
+
+
+def not_supported(name: str, category: str, signature: str = "", why: str = "",
+                  kind: str = SCALAR, aliases: Sequence[str] = ()) -> Function:
+    """A function Flink has and the job does not run yet: refused by name."""
+    reason = f"Flink function {name} is not supported yet" + (f" ({why})" if why else "")
+    return register(Function(name, category, signature or f"{name}(…)", kind=kind, refusal=reason), aliases)
+
+
+def lookup(name: str) -> Optional[Function]:
+    _load()
+    return REGISTRY.get(name.upper())
+
+
+def is_aggregate(node: exp.Expression) -> bool:
+    """Is ``node`` a call of an aggregate function (COUNT, SUM, LISTAGG …)?"""
+    if isinstance(node, exp.Anonymous):
+        fn = lookup(node.name)
+        return fn is not None and fn.kind == AGGREGATE
+    return False
+
+
+# --------------------------------------------------------------------------- calls
+
+
+class Call:
+    """One call being translated: its arguments, translated on demand, and helpers for
+    the checks every function makes (arity, argument families, constant arguments)."""
+
+    def __init__(self, tr, node: exp.Anonymous, function: Function) -> None:
+        self.tr = tr
+        self.node = node
+        self.function = function
+        self.name = function.name
+        self.raw: list[exp.Expression] = list(node.expressions)
+        self._typed: dict[int, object] = {}
+
+    # -- arguments -------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.raw)
+
+    def arg(self, i: int):
+        """Argument ``i`` translated (a Typed)."""
+        if i not in self._typed:
+            self._typed[i] = self.tr.expr(self.raw[i])
+        return self._typed[i]
+
+    def args(self, *counts: int) -> list:
+        """All arguments translated, after checking their number is one of ``counts``."""
+        if counts:
+            self.arity(*counts)
+        return [self.arg(i) for i in range(len(self.raw))]
+
+    def arity(self, *counts: int) -> None:
+        if len(self.raw) not in counts:
+            wanted = " or ".join(str(c) for c in counts)
+            self.refuse(f"{self.name} takes {wanted} argument{'s' if counts != (1,) else ''}, "
+                        f"got {len(self.raw)}", hint=f"Flink's signature: {self.function.signature}")
+
+    def constant_string(self, i: int, what: str = "") -> str:
+        node = self.raw[i]
+        if isinstance(node, exp.Literal) and node.is_string:
+            return node.this
+        self.refuse(f"argument {i + 1} of {self.name} must be a string literal{' (' + what + ')' if what else ''}",
+                    node=node)
+
+    def constant_int(self, i: int, what: str = "") -> int:
+        node = self.raw[i]
+        negative = False
+        if isinstance(node, exp.Neg):
+            node, negative = node.this, True
+        if isinstance(node, exp.Literal) and not node.is_string and node.this.lstrip("-").isdigit():
+            return -int(node.this) if negative else int(node.this)
+        self.refuse(f"argument {i + 1} of {self.name} must be an integer literal{' (' + what + ')' if what else ''}",
+                    node=self.raw[i])
+
+    def unit(self, i: int) -> str:
+        """A time unit argument (``DAY`` in ``TIMESTAMPADD(DAY, …)``) in upper case."""
+        node = self.raw[i]
+        if isinstance(node, (exp.Var, exp.Column)) and not (isinstance(node, exp.Column) and node.table):
+            return node.name.upper()
+        self.refuse(f"argument {i + 1} of {self.name} must be a time unit such as DAY or SECOND", node=node)
+
+    def need(self, i: int, *families: str):
+        """Argument ``i``, checked to be of one of ``families``: 'string', 'numeric',
+        'integer', 'exact', 'boolean', 'temporal', 'timestamp', 'date', 'binary',
+        'array', 'map', 'row', 'any'. NULL literals pass."""
+        value = self.arg(i)
+        x = value.type
+        ok = x.is_null or "any" in families or any(_family(x, f) for f in families)
+        if not ok:
+            self.refuse(f"{self.name}: argument {i + 1} must be {' or '.join(families)}, not {x}",
+                        node=self.raw[i], hint=f"Flink's signature: {self.function.signature}")
+        return value
+
+    # -- results ----------------------------------------------------------------
+    def refuse(self, message: str, node: Optional[exp.Expression] = None, hint: Optional[str] = None) -> NoReturn:
+        self.tr.refuse(node if node is not None else self.node, message, hint)
+
+    def nullable(self, *values) -> bool:
+        values = values or tuple(self.arg(i) for i in range(len(self.raw)))
+        return any(v.type.nullable for v in values)
+
+
+def _family(x: LogicalType, family: str) -> bool:
+    return {
+        "string": x.is_character,
+        "numeric": x.is_numeric,
+        "integer": x.is_integral,
+        "exact": x.is_exact,
+        "boolean": x.name == "BOOLEAN",
+        "temporal": x.name in ("DATE", "TIME", "TIMESTAMP", "TIMESTAMP_LTZ"),
+        "timestamp": x.is_timestamp,
+        "date": x.name == "DATE",
+        "time": x.name == "TIME",
+        "binary": x.is_binary,
+        "array": x.name == "ARRAY",
+        "map": x.name == "MAP",
+        "row": x.name == "ROW",
+        "interval": x.is_interval,
+    }.get(family, False)
+
+
+def call(tr, node: exp.Anonymous):
+    """Translate a function call (the translator's handler for exp.Anonymous)."""
+    name = node.name.upper()
+    fn = lookup(name)
+    if fn is None:
+        close = difflib.get_close_matches(name, [n for n, f in REGISTRY.items() if f.supported], n=1, cutoff=0.75)
+        tr.refuse(node, f"'{name}' is not a Flink function (no match found for function signature {name}(…))",
+                  hint=f"did you mean {close[0]}?" if close else
+                  "see docs/functions.md for the functions the job supports")
+    if not fn.supported:
+        tr.refuse(node, fn.refusal)
+    if fn.kind == AGGREGATE:
+        tr.refuse(node, f"the aggregate function {name} is not allowed here",
+                  hint="aggregates go in the select list or HAVING of a query with GROUP BY (or none)")
+    if fn.kind != SCALAR:
+        tr.refuse(node, f"{name} is not allowed here")
+    return fn.translate(Call(tr, node, fn))
+
+
+_loaded = False
+
+
+def _load() -> None:
+    """Import the category modules (each registers its functions)."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    from job.sql.flink.functions import (aggregate as _a, arithmetic as _ar, collection as _co,  # noqa: F401
+                                         conditional as _cd, conversion as _cv, hashing as _h, json as _j,
+                                         string as _s, temporal as _t, value as _v)

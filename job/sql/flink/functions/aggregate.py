@@ -1,0 +1,42 @@
+"""Flink's aggregate functions: their result types and the engine's aggregate that
+computes each (the planner evaluates them; see job/plan)."""
+from __future__ import annotations
+
+from job.sql.flink import rules
+from job.sql.flink.functions import AGGREGATE, aggregate, not_supported
+from job.sql.types import STRING_TYPE
+
+CATEGORY = "aggregate"
+
+
+def _same(types):
+    return types[0].nullable_as(True)
+
+
+aggregate("COUNT", CATEGORY, "COUNT([ ALL ] expression | DISTINCT expression1 [, expression2]* ) / COUNT(*)",
+          "The number of rows (COUNT(*)) or of non-NULL values.",
+          result=lambda types: rules.COUNT_TYPE, engine="count")
+aggregate("SUM", CATEGORY, "SUM([ ALL | DISTINCT ] expression)",
+          "The sum of the non-NULL values; NULL when there are none. INT sums to INT (wrapping on overflow), "
+          "DECIMAL(p, s) to DECIMAL(38, s).",
+          result=lambda types: rules.sum_type(types[0]), engine="sum")
+aggregate("AVG", CATEGORY, "AVG([ ALL | DISTINCT ] expression)",
+          "The average of the non-NULL values, in the argument's type: an INT column averages to an INT "
+          "(truncated), DECIMAL(p, s) to DECIMAL(38, max(6, s)).",
+          result=lambda types: rules.avg_type(types[0]), engine="avg")
+aggregate("MIN", CATEGORY, "MIN([ ALL | DISTINCT ] expression)", "The smallest non-NULL value.",
+          result=_same, engine="min")
+aggregate("MAX", CATEGORY, "MAX([ ALL | DISTINCT ] expression)", "The largest non-NULL value.",
+          result=_same, engine="max")
+aggregate("LISTAGG", CATEGORY, "LISTAGG(expression [, separator])",
+          "The non-NULL values joined with SEPARATOR (default ','), in arrival order.",
+          result=lambda types: STRING_TYPE.nullable_as(True), engine="listagg")
+aggregate("FIRST_VALUE", CATEGORY, "FIRST_VALUE(expression)", "The first non-NULL value to arrive.",
+          result=_same, engine="first_value")
+aggregate("LAST_VALUE", CATEGORY, "LAST_VALUE(expression)", "The last non-NULL value to arrive.",
+          result=_same, engine="last_value")
+
+for _name in ("STDDEV_POP", "STDDEV_SAMP", "VAR_POP", "VAR_SAMP", "COLLECT", "VARIANCE", "RANK", "DENSE_RANK",
+              "ROW_NUMBER", "LEAD", "LAG", "NTILE", "CUME_DIST", "PERCENT_RANK", "ARRAY_AGG", "JSON_OBJECTAGG",
+              "JSON_ARRAYAGG", "SINGLE_VALUE", "BIT_AND", "BIT_OR", "BIT_XOR", "ANY_VALUE", "PERCENTILE"):
+    not_supported(_name, CATEGORY, kind=AGGREGATE)

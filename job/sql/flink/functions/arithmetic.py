@@ -1,0 +1,2 @@
+"""Flink's arithmetic functions."""
+from __future__ import annotations

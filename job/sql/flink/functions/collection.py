@@ -1,0 +1,2 @@
+"""Flink's collection functions."""
+from __future__ import annotations

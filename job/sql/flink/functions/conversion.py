@@ -1,0 +1,2 @@
+"""Flink's type conversion functions."""
+from __future__ import annotations

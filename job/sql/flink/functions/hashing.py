@@ -1,0 +1,2 @@
+"""Flink's hash functions."""
+from __future__ import annotations

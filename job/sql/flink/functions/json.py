@@ -1,0 +1,2 @@
+"""Flink's JSON functions."""
+from __future__ import annotations

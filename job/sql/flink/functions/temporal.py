@@ -1,0 +1,2 @@
+"""Flink's temporal functions."""
+from __future__ import annotations

@@ -1,0 +1,2 @@
+"""Flink's value construction and value access functions."""
+from __future__ import annotations

@@ -1,0 +1,567 @@
+"""Flink expression → Spark SQL with Flink's meaning.
+
+:class:`Translator` walks a Flink expression tree (from :mod:`job.sql.flink.query`) and
+returns :class:`Typed`: Spark SQL text that computes what Flink computes, and the Flink
+type of the result. Names are resolved by a :class:`Scope` (the planner's relation: user
+names → internal columns and their Flink types). Function calls go to the function
+library (:mod:`job.sql.flink.functions`), which maps each Flink function with Flink's
+semantics or refuses it by name.
+
+Anything the translator does not know is refused with the user's line and column —
+Spark never sees Flink SQL it would read differently.
+
+Semantics handled here, for every expression:
+
+* literals: strings have no escapes (already so in the dialect), ``'abc'`` is CHAR(3),
+  integer literals are INT or BIGINT, ``1.50`` is DECIMAL(3, 2), ``1e3`` is DOUBLE;
+* arithmetic with Flink's result types: INT / INT is an INT (truncated), INT + INT
+  wraps around on overflow as in Java, DECIMAL precision and scale by Flink's rules;
+* comparisons only between comparable families (Flink has no implicit string ↔ number
+  cast); ``IS [NOT] DISTINCT FROM`` is null-safe;
+* ``arr[i]`` is 1-based and NULL out of range, ``map[k]`` NULL for a missing key;
+* CAST follows Flink's conversions (see :mod:`job.sql.flink.casts`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Callable, NoReturn, Optional
+
+from sqlglot import exp
+
+from job.errors import PipelineError
+from job.sql.flink import rules
+from job.sql.flink.dialect import TypeRef
+from job.sql.flink.query import Query
+from job.sql.types import (BOOLEAN_TYPE, NULL_TYPE, STRING_TYPE, LogicalType, decimal, logical_type, t)
+
+
+@dataclass(frozen=True)
+class Typed:
+    """Spark SQL text and the Flink type of its value."""
+
+    sql: str
+    type: LogicalType
+
+    def __str__(self) -> str:
+        return self.sql
+
+
+def spark_string(value: str) -> str:
+    """A Spark SQL string literal holding exactly ``value``."""
+    return exp.Literal.string(value).sql(dialect="spark")
+
+
+def lit(value: str) -> Typed:
+    """A CHAR(n) NOT NULL literal, as Flink types ``'text'``."""
+    return Typed(spark_string(value), t("CHAR", max(1, len(value)), nullable=False))
+
+
+class Scope:
+    """What names mean where an expression is translated. The planner subclasses it."""
+
+    def column(self, node: exp.Column) -> Typed:  # pragma: no cover - planner's job
+        raise PipelineError(f"column '{node.sql()}' is not known here")
+
+    def replacement(self, node: exp.Expression) -> Optional[Typed]:
+        """An already computed value for ``node`` (an aggregate call, a GROUP BY
+        expression, a window column), or None."""
+        return None
+
+
+@dataclass
+class Settings:
+    """Session settings that change what an expression means (Flink's ``SET`` keys)."""
+
+    local_time_zone: str = "UTC"          # table.local-time-zone
+
+    @classmethod
+    def from_conf(cls, conf) -> "Settings":
+        zone = (conf or {}).get("table.local-time-zone") or system_time_zone()
+        return cls(local_time_zone=zone)
+
+
+def system_time_zone() -> str:
+    """Flink's default ``table.local-time-zone`` is the JVM's zone: the machine's."""
+    import os
+
+    zone = os.environ.get("TZ", "").lstrip(":")
+    if zone:
+        return zone
+    try:
+        target = os.path.realpath("/etc/localtime")
+        marker = "/zoneinfo/"
+        if marker in target:
+            return target.split(marker, 1)[1]
+    except OSError:
+        pass
+    return "UTC"
+
+
+@dataclass
+class Translator:
+    query: Query
+    scope: Scope
+    settings: Settings = field(default_factory=Settings)
+
+    # ------------------------------------------------------------------ errors
+    def refuse(self, node: Optional[exp.Expression], message: str, hint: Optional[str] = None) -> NoReturn:
+        raise self.query.error(node, message, hint)
+
+    # ------------------------------------------------------------------ entry
+    def expr(self, node: exp.Expression) -> Typed:
+        replaced = self.scope.replacement(node)
+        if replaced is not None:
+            return replaced
+        handler = _HANDLERS.get(type(node))
+        if handler is None:
+            for cls, h in _HANDLERS.items():
+                if isinstance(node, cls):
+                    handler = h
+                    break
+        if handler is None:
+            self.refuse(node, f"'{self.query.flink_sql(node)}' is not supported yet")
+        return handler(self, node)
+
+    def condition(self, node: exp.Expression, where: str) -> Typed:
+        """A boolean expression (WHERE, HAVING, ON, CASE WHEN)."""
+        out = self.expr(node)
+        if out.type.name not in ("BOOLEAN", "NULL"):
+            self.refuse(node, f"{where} must be a boolean expression, not {out.type}")
+        return out
+
+    # ------------------------------------------------------------------ helpers
+    def cast(self, value: Typed, to: LogicalType, node: Optional[exp.Expression] = None, safe: bool = False) -> Typed:
+        from job.sql.flink.casts import cast
+
+        return cast(self, value, to, node, safe)
+
+    def coerce(self, values: list[Typed], node: exp.Expression, what: str) -> tuple[list[Typed], LogicalType]:
+        """Bring values to their least restrictive common type (CASE, COALESCE, IN)."""
+        common = rules.least_restrictive([v.type for v in values])
+        if common is None:
+            self.refuse(node, f"the values of {what} have no common type: "
+                              + ", ".join(str(v.type) for v in values))
+        return [v if v.type.nullable_as(common.nullable) == common else self.cast(v, common, node) for v in values], common
+
+
+# --------------------------------------------------------------------------- handlers
+
+_HANDLERS: dict[type, Callable[[Translator, exp.Expression], Typed]] = {}
+
+
+def handles(*classes):
+    def register(fn):
+        for cls in classes:
+            _HANDLERS[cls] = fn
+        return fn
+    return register
+
+
+@handles(exp.Paren)
+def _paren(tr: Translator, node: exp.Paren) -> Typed:
+    inner = tr.expr(node.this)
+    return Typed(f"({inner.sql})", inner.type)
+
+
+@handles(exp.Literal)
+def _literal(tr: Translator, node: exp.Literal) -> Typed:
+    if node.is_string:
+        return lit(node.this)
+    text = node.this
+    lowered = text.lower()
+    if "e" in lowered:
+        return Typed(f"CAST({text} AS DOUBLE)", t("DOUBLE", nullable=False))
+    if "." in text:
+        try:
+            value = Decimal(text)
+        except InvalidOperation:
+            tr.refuse(node, f"invalid number literal {text}")
+        digits = value.as_tuple()
+        scale = max(0, -digits.exponent)
+        precision = max(len(digits.digits), scale, 1)
+        if precision > rules.MAX_PRECISION:
+            return Typed(f"CAST({text} AS DOUBLE)", t("DOUBLE", nullable=False))
+        return Typed(f"CAST({text} AS DECIMAL({precision},{scale}))", decimal(precision, scale, nullable=False))
+    number = int(text)
+    if -2**31 <= number < 2**31:
+        return Typed(text, t("INT", nullable=False))
+    if -2**63 <= number < 2**63:
+        return Typed(f"{text}L", t("BIGINT", nullable=False))
+    precision = len(text.lstrip("-"))
+    if precision > rules.MAX_PRECISION:
+        tr.refuse(node, f"number literal {text} is out of range")
+    return Typed(f"CAST({text} AS DECIMAL({precision},0))", decimal(precision, 0, nullable=False))
+
+
+@handles(exp.Null)
+def _null(tr: Translator, node) -> Typed:
+    return Typed("NULL", NULL_TYPE)
+
+
+@handles(exp.Boolean)
+def _boolean(tr: Translator, node: exp.Boolean) -> Typed:
+    return Typed("TRUE" if node.this else "FALSE", BOOLEAN_TYPE.nullable_as(False))
+
+
+@handles(exp.Column)
+def _column(tr: Translator, node: exp.Column) -> Typed:
+    return tr.scope.column(node)
+
+
+@handles(exp.Dot)
+def _dot(tr: Translator, node: exp.Dot) -> Typed:
+    """``row_expression.field``."""
+    base = tr.expr(node.this)
+    return field_access(tr, base, node.expression.name, node)
+
+
+def field_access(tr: Translator, base: Typed, name: str, node: exp.Expression) -> Typed:
+    if base.type.name != "ROW":
+        tr.refuse(node, f"'{name}' is not a field: {base.type} has no fields")
+    for i, field_name in enumerate(base.type.field_names):
+        if field_name == name or field_name.lower() == name.lower():
+            child = base.type.children[i]
+            return Typed(f"{base.sql}.`{field_name.replace('`', '``')}`",
+                         child.nullable_as(child.nullable or base.type.nullable))
+    tr.refuse(node, f"unknown field '{name}' of {base.type}")
+
+
+# ---------------------------------------------------------------- arithmetic
+
+_ARITH = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%"}
+_INT_RANGE = {"TINYINT": 8, "SMALLINT": 16, "INT": 32}
+
+
+def wrap_integer(sql: str, type_: LogicalType) -> str:
+    """Java's wrap-around of a TINYINT/SMALLINT/INT result computed in BIGINT."""
+    bits = _INT_RANGE[type_.name]
+    half, full = 2 ** (bits - 1), 2 ** bits
+    spark = type_.spark
+    return f"CAST(pmod(({sql}) + {half}L, {full}L) - {half}L AS {spark})"
+
+
+@handles(*_ARITH)
+def _arithmetic(tr: Translator, node: exp.Binary) -> Typed:
+    op = _ARITH[type(node)]
+    a, b = tr.expr(node.this), tr.expr(node.expression)
+    temporal = _temporal_arithmetic(tr, op, a, b, node)
+    if temporal is not None:
+        return temporal
+    result = rules.arithmetic(op, a.type, b.type)
+    if result is None:
+        tr.refuse(node, f"cannot apply '{op}' to {a.type} and {b.type}")
+    return arithmetic_sql(tr, op, a, b, result, node)
+
+
+def arithmetic_sql(tr: Translator, op: str, a: Typed, b: Typed, result: LogicalType, node) -> Typed:
+    if result.is_null:
+        return Typed("NULL", result)
+    if result.name in _INT_RANGE:
+        if op == "/":
+            return Typed(f"CAST(({a.sql}) div ({b.sql}) AS {result.spark})", result)
+        if op == "%":
+            return Typed(f"CAST(({a.sql}) % ({b.sql}) AS {result.spark})", result)
+        return Typed(wrap_integer(f"CAST({a.sql} AS BIGINT) {op} CAST({b.sql} AS BIGINT)", result), result)
+    if result.name == "BIGINT":
+        if op == "/":
+            return Typed(f"(({a.sql}) div ({b.sql}))", result)
+        return Typed(f"(CAST({a.sql} AS BIGINT) {op} CAST({b.sql} AS BIGINT))", result)
+    if result.name == "DECIMAL":
+        da = a if a.type.name == "DECIMAL" else tr.cast(a, rules.as_decimal(a.type), node)
+        db = b if b.type.name == "DECIMAL" else tr.cast(b, rules.as_decimal(b.type), node)
+        return Typed(f"CAST(({da.sql}) {op} ({db.sql}) AS {result.spark})", result)
+    return Typed(f"CAST(CAST({a.sql} AS {result.spark}) {op} CAST({b.sql} AS {result.spark}) AS {result.spark})",
+                 result)
+
+
+def _temporal_arithmetic(tr: Translator, op: str, a: Typed, b: Typed, node) -> Optional[Typed]:
+    """DATE/TIMESTAMP ± INTERVAL, INTERVAL ± INTERVAL, INTERVAL * number."""
+    names = (a.type.name, b.type.name)
+    if not (a.type.is_interval or b.type.is_interval):
+        if a.type.name in ("DATE", "TIMESTAMP", "TIMESTAMP_LTZ") or b.type.name in ("DATE", "TIMESTAMP", "TIMESTAMP_LTZ"):
+            tr.refuse(node, f"cannot apply '{op}' to {a.type} and {b.type}",
+                      hint="TIMESTAMPDIFF(unit, a, b) gives the difference of two times")
+        return None
+    nullable = rules.any_nullable(a.type, b.type)
+    if op in ("+", "-") and a.type.name in ("DATE", "TIMESTAMP", "TIMESTAMP_LTZ") and b.type.is_interval:
+        if a.type.name == "DATE" and b.type.name == "INTERVAL_DAY_TIME":
+            # Flink: DATE + INTERVAL DAY TO SECOND stays a DATE (whole days)
+            return Typed(f"CAST(CAST({a.sql} AS TIMESTAMP) {op} {b.sql} AS DATE)", a.type.nullable_as(nullable))
+        return Typed(f"({a.sql} {op} {b.sql})", a.type.nullable_as(nullable))
+    if op == "+" and b.type.name in ("DATE", "TIMESTAMP", "TIMESTAMP_LTZ") and a.type.is_interval:
+        return _temporal_arithmetic(tr, op, b, a, node)
+    if op in ("+", "-") and a.type.name == b.type.name and a.type.is_interval:
+        return Typed(f"({a.sql} {op} {b.sql})", a.type.nullable_as(nullable))
+    if op in ("*", "/") and a.type.is_interval and b.type.is_numeric:
+        return Typed(f"({a.sql} {op} {b.sql})", a.type.nullable_as(nullable))
+    if op == "*" and b.type.is_interval and a.type.is_numeric:
+        return Typed(f"({b.sql} * {a.sql})", b.type.nullable_as(nullable))
+    tr.refuse(node, f"cannot apply '{op}' to {a.type} and {b.type}")
+
+
+@handles(exp.Neg)
+def _neg(tr: Translator, node: exp.Neg) -> Typed:
+    value = tr.expr(node.this)
+    if value.type.name in _INT_RANGE:
+        return Typed(wrap_integer(f"-CAST({value.sql} AS BIGINT)", value.type), value.type)
+    if not (value.type.is_numeric or value.type.is_interval or value.type.is_null):
+        tr.refuse(node, f"cannot negate {value.type}")
+    return Typed(f"(-{value.sql})", value.type)
+
+
+@handles(exp.Interval)
+def _interval(tr: Translator, node: exp.Interval) -> Typed:
+    from job.sql.flink.casts import interval_literal
+
+    return interval_literal(tr, node)
+
+
+@handles(exp.DPipe)
+def _concat(tr: Translator, node: exp.DPipe) -> Typed:
+    a, b = tr.expr(node.this), tr.expr(node.expression)
+    for v, n in ((a, node.this), (b, node.expression)):
+        if not (v.type.is_character or v.type.is_null):
+            tr.refuse(n, f"'||' concatenates character strings, not {v.type}",
+                      hint="CAST the value to STRING first")
+    length = min((a.type.precision or 0) + (b.type.precision or 0), 2147483647)
+    name = "CHAR" if a.type.name == b.type.name == "CHAR" else "VARCHAR"
+    return Typed(f"concat({a.sql}, {b.sql})", t(name, max(length, 1), nullable=rules.any_nullable(a.type, b.type)))
+
+
+# ---------------------------------------------------------------- comparison and logic
+
+_COMPARE = {exp.EQ: "=", exp.NEQ: "<>", exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<=",
+            exp.NullSafeEQ: "<=>", exp.NullSafeNEQ: "<=>"}
+
+
+def comparison(tr: Translator, op: str, a: Typed, b: Typed, node) -> Typed:
+    if not rules.comparable(a.type, b.type):
+        tr.refuse(node, f"cannot compare {a.type} with {b.type}",
+                  hint="Flink does not convert between these types implicitly: CAST one side")
+    a, b = comparable_pair(tr, a, b, node)
+    nullable = op != "<=>" and rules.any_nullable(a.type, b.type)
+    return Typed(f"({a.sql} {op} {b.sql})", BOOLEAN_TYPE.nullable_as(nullable))
+
+
+def comparable_pair(tr: Translator, a: Typed, b: Typed, node) -> tuple[Typed, Typed]:
+    """Values Spark compares the way Flink does: CHAR values compare without their
+    padding, a DATE meets a TIMESTAMP as a TIMESTAMP."""
+    if {a.type.name, b.type.name} == {"DATE", "TIMESTAMP"} or {a.type.name, b.type.name} == {"DATE", "TIMESTAMP_LTZ"}:
+        if a.type.name == "DATE":
+            a = tr.cast(a, t(b.type.name, b.type.precision, nullable=a.type.nullable), node)
+        else:
+            b = tr.cast(b, t(a.type.name, a.type.precision, nullable=b.type.nullable), node)
+    return a, b
+
+
+@handles(*_COMPARE)
+def _compare(tr: Translator, node: exp.Binary) -> Typed:
+    a, b = tr.expr(node.this), tr.expr(node.expression)
+    out = comparison(tr, _COMPARE[type(node)], a, b, node)
+    if isinstance(node, exp.NullSafeNEQ):
+        return Typed(f"(NOT {out.sql})", out.type)
+    return out
+
+
+@handles(exp.And, exp.Or)
+def _logic(tr: Translator, node: exp.Binary) -> Typed:
+    word = "AND" if isinstance(node, exp.And) else "OR"
+    a, b = tr.condition(node.this, word), tr.condition(node.expression, word)
+    return Typed(f"({a.sql} {word} {b.sql})", BOOLEAN_TYPE.nullable_as(rules.any_nullable(a.type, b.type)))
+
+
+@handles(exp.Not)
+def _not(tr: Translator, node: exp.Not) -> Typed:
+    a = tr.condition(node.this, "NOT")
+    return Typed(f"(NOT {a.sql})", a.type)
+
+
+@handles(exp.Is)
+def _is(tr: Translator, node: exp.Is) -> Typed:
+    value = tr.expr(node.this)
+    target = node.expression
+    if isinstance(target, exp.Null):
+        return Typed(f"({value.sql} IS NULL)", BOOLEAN_TYPE.nullable_as(False))
+    if isinstance(target, exp.Boolean):
+        if value.type.name not in ("BOOLEAN", "NULL"):
+            tr.refuse(node, f"IS {'TRUE' if target.this else 'FALSE'} needs a BOOLEAN, not {value.type}")
+        return Typed(f"(({value.sql}) <=> {'TRUE' if target.this else 'FALSE'})", BOOLEAN_TYPE.nullable_as(False))
+    if isinstance(target, exp.Var) and target.name.upper() == "UNKNOWN":
+        return Typed(f"({value.sql} IS NULL)", BOOLEAN_TYPE.nullable_as(False))
+    if isinstance(target, (exp.JSON, exp.Var)) or target.key == "json":
+        tr.refuse(node, "IS JSON is not supported yet")
+    tr.refuse(node, f"'{tr.query.flink_sql(node)}' is not supported yet")
+
+
+@handles(exp.Between)
+def _between(tr: Translator, node: exp.Between) -> Typed:
+    value, low, high = tr.expr(node.this), tr.expr(node.args["low"]), tr.expr(node.args["high"])
+    ge = comparison(tr, ">=", value, low, node)
+    le = comparison(tr, "<=", value, high, node)
+    nullable = ge.type.nullable or le.type.nullable
+    return Typed(f"({ge.sql} AND {le.sql})", BOOLEAN_TYPE.nullable_as(nullable))
+
+
+@handles(exp.In)
+def _in(tr: Translator, node: exp.In) -> Typed:
+    if node.args.get("query") is not None or node.args.get("unnest") is not None:
+        tr.refuse(node, "IN (subquery) is only supported as a condition of WHERE",
+                  hint="write it as a JOIN")
+    value = tr.expr(node.this)
+    items = [tr.expr(e) for e in node.expressions]
+    for item, n in zip(items, node.expressions):
+        if not rules.comparable(value.type, item.type):
+            tr.refuse(n, f"cannot compare {value.type} with {item.type} in IN (…)")
+    (value, *items), _ = tr.coerce([value] + items, node, "IN (…)")
+    nullable = any(v.type.nullable for v in [value] + items)
+    return Typed(f"({value.sql} IN ({', '.join(i.sql for i in items)}))", BOOLEAN_TYPE.nullable_as(nullable))
+
+
+@handles(exp.Like, exp.ILike)
+def _like(tr: Translator, node: exp.Like) -> Typed:
+    value, pattern = tr.expr(node.this), tr.expr(node.expression)
+    for v, n in ((value, node.this), (pattern, node.expression)):
+        if not (v.type.is_character or v.type.is_null):
+            tr.refuse(n, f"LIKE needs character strings, not {v.type}")
+    escape = node.args.get("escape")
+    suffix = ""
+    if escape is not None:
+        esc = tr.expr(escape)
+        suffix = f" ESCAPE {esc.sql}"
+    return Typed(f"({value.sql} LIKE {pattern.sql}{suffix})",
+                 BOOLEAN_TYPE.nullable_as(rules.any_nullable(value.type, pattern.type)))
+
+
+@handles(exp.Escape)
+def _escape(tr: Translator, node: exp.Escape) -> Typed:
+    like = node.this
+    if not isinstance(like, exp.Like):
+        tr.refuse(node, "ESCAPE is only supported with LIKE")
+    value, pattern, esc = tr.expr(like.this), tr.expr(like.expression), tr.expr(node.expression)
+    return Typed(f"({value.sql} LIKE {pattern.sql} ESCAPE {esc.sql})",
+                 BOOLEAN_TYPE.nullable_as(rules.any_nullable(value.type, pattern.type)))
+
+
+# ---------------------------------------------------------------- CASE
+
+@handles(exp.Case)
+def _case(tr: Translator, node: exp.Case) -> Typed:
+    subject = tr.expr(node.this) if node.this is not None else None
+    conditions, results = [], []
+    for branch in node.args.get("ifs") or []:
+        if subject is not None:
+            cond = comparison(tr, "=", subject, tr.expr(branch.this), branch)
+        else:
+            cond = tr.condition(branch.this, "CASE WHEN")
+        conditions.append(cond)
+        results.append(tr.expr(branch.args["true"]))
+    default = node.args.get("default")
+    otherwise = tr.expr(default) if default is not None else Typed("NULL", NULL_TYPE)
+    values, common = tr.coerce(results + [otherwise], node, "CASE")
+    parts = " ".join(f"WHEN {c.sql} THEN {v.sql}" for c, v in zip(conditions, values))
+    return Typed(f"(CASE {parts} ELSE {values[-1].sql} END)", common)
+
+
+# ---------------------------------------------------------------- CAST
+
+@handles(exp.Cast, exp.TryCast)
+def _cast(tr: Translator, node: exp.Cast) -> Typed:
+    to = node.args["to"]
+    if isinstance(to, TypeRef):
+        target = logical_type(to.this, tr.query.origin_of(to))
+    elif isinstance(to, exp.DataType):  # DATE '…' / TIMESTAMP '…' literals
+        target = logical_type(to.sql(dialect="spark").upper().replace("TIMESTAMPLTZ", "TIMESTAMP_LTZ"))
+    else:
+        tr.refuse(node, "unsupported CAST target")
+    value = tr.expr(node.this)
+    safe = isinstance(node, exp.TryCast)
+    return tr.cast(value, target.nullable_as(target.nullable and (value.type.nullable or safe)), node, safe=safe)
+
+
+# ---------------------------------------------------------------- collections
+
+@handles(exp.Bracket)
+def _bracket(tr: Translator, node: exp.Bracket) -> Typed:
+    base = tr.expr(node.this)
+    if len(node.expressions) != 1:
+        tr.refuse(node, "one index per [ ] access")
+    index = tr.expr(node.expressions[0])
+    if base.type.name == "ARRAY":
+        if not (index.type.is_integral or index.type.is_null):
+            tr.refuse(node.expressions[0], f"an array index must be an integer, not {index.type}")
+        element = base.type.children[0].nullable_as(True)
+        # Flink arrays are 1-based; any index outside 1..size is NULL (Spark's element_at
+        # would count a negative index from the end).
+        return Typed(f"IF(({index.sql}) >= 1, try_element_at({base.sql}, CAST({index.sql} AS INT)), NULL)", element)
+    if base.type.name == "MAP":
+        key = base.type.children[0]
+        if not rules.comparable(key, index.type):
+            tr.refuse(node.expressions[0], f"a key of {base.type} cannot be {index.type}")
+        if index.type != key.nullable_as(index.type.nullable) and not index.type.is_null:
+            index = tr.cast(index, key.nullable_as(index.type.nullable), node)
+        return Typed(f"try_element_at({base.sql}, {index.sql})", base.type.children[1].nullable_as(True))
+    if base.type.name == "ROW":
+        if isinstance(node.expressions[0], exp.Literal) and node.expressions[0].is_string:
+            return field_access(tr, base, node.expressions[0].this, node)
+        if isinstance(node.expressions[0], exp.Literal):
+            i = int(node.expressions[0].this)
+            if 1 <= i <= len(base.type.field_names):
+                return field_access(tr, base, base.type.field_names[i - 1], node)
+        tr.refuse(node, "a ROW field is accessed with a constant name or 1-based position")
+    tr.refuse(node, f"{base.type} cannot be indexed with [ ]")
+
+
+@handles(exp.Array)
+def _array(tr: Translator, node: exp.Array) -> Typed:
+    items = [tr.expr(e) for e in node.expressions]
+    if not items:
+        tr.refuse(node, "ARRAY[] needs at least one element")
+    values, common = tr.coerce(items, node, "ARRAY[…]")
+    return Typed(f"array({', '.join(v.sql for v in values)})", t("ARRAY", children=(common,), nullable=False))
+
+
+@handles(exp.Anonymous)
+def _call(tr: Translator, node: exp.Anonymous) -> Typed:
+    from job.sql.flink.functions import call
+
+    return call(tr, node)
+
+
+@handles(exp.Window)
+def _window(tr: Translator, node: exp.Window) -> Typed:
+    tr.refuse(node, f"the OVER window '{tr.query.flink_sql(node)}' is not supported here")
+
+
+@handles(exp.Subquery, exp.Exists, exp.Select)
+def _subquery(tr: Translator, node: exp.Expression) -> Typed:
+    tr.refuse(node, "a subquery is not supported in this position yet",
+              hint="IN / EXISTS subqueries are supported as conditions of WHERE")
+
+
+@handles(exp.Star)
+def _star(tr: Translator, node: exp.Star) -> Typed:
+    tr.refuse(node, "'*' is only allowed in the select list and COUNT(*)")
+
+
+@handles(exp.Distinct)
+def _distinct(tr: Translator, node: exp.Distinct) -> Typed:
+    tr.refuse(node, "DISTINCT is only allowed in aggregate calls")
+
+
+@handles(exp.Filter)
+def _filter(tr: Translator, node: exp.Filter) -> Typed:
+    tr.refuse(node, "FILTER (WHERE …) is only allowed after an aggregate call")
+
+
+@handles(exp.SimilarTo)
+def _similar(tr: Translator, node) -> Typed:
+    tr.refuse(node, "SIMILAR TO is not supported yet", hint="use REGEXP(string, regex) or LIKE")
+
+
+@handles(exp.Tuple)
+def _tuple(tr: Translator, node: exp.Tuple) -> Typed:
+    tr.refuse(node, "a row value '(a, b)' is not supported here; write ROW(a, b)")
+
+
+STRING = STRING_TYPE
