@@ -6,12 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import sqlglot
-from sqlglot import exp
-
 from job.catalog import Catalog, short_name
 from job.connectors.registry import parse_duration_ms, validate_options
-from job.sql.dialect import parse_structure
 from job.errors import PipelineError
 from job.pipeline.load import LoadedPipeline
 from job.sql.parse import parse_statement
@@ -57,21 +53,17 @@ def build_program(loaded: LoadedPipeline) -> Program:
     return program
 
 
-def tables_read(catalog: Catalog, sql: str, seen: frozenset = frozenset()) -> set[str]:
-    """Names of the tables a query reads, through views and CTEs."""
-    try:
-        tree = parse_structure(sql)
-    except sqlglot.errors.ParseError:
-        return set()  # Spark's analyser reports the syntax error with its position
-    ctes = {cte.alias.lower() for cte in tree.find_all(exp.CTE)}
+def tables_read(catalog: Catalog, query, seen: frozenset = frozenset()) -> set[str]:
+    """Names of the tables a query (a parsed :class:`~job.sql.flink.query.Query`) reads,
+    through views."""
     out: set[str] = set()
-    for node in tree.find_all(exp.Table):
-        name = short_name(node.name).lower()
-        if name in ctes or name in seen:
+    for name in query.tables:
+        name = short_name(name).lower()
+        if name in seen:
             continue
         view = catalog.view(name)
         if view is not None:
-            out |= tables_read(catalog, view.query, seen | {name})
+            out |= tables_read(catalog, view.parsed, seen | {name})
         elif catalog.table(name) is not None:
             out.add(name)
     return out
@@ -89,7 +81,7 @@ def validate(program: Program) -> None:
             hint = "INSERT INTO a view is not possible" if catalog.view(insert.table) else "define it with CREATE TABLE first"
             raise PipelineError(f"INSERT INTO '{insert.table}': no such table", hint=hint, **located)
         roles.setdefault(short_name(target.name).lower(), set()).add("sink")
-        program.reads[i] = tables_read(catalog, insert.query)
+        program.reads[i] = tables_read(catalog, insert.parsed)
         for name in program.reads[i]:
             roles.setdefault(name, set()).add("source")
     trigger_interval_ms(program.conf)

@@ -13,9 +13,9 @@
   ``EXECUTE STATEMENT SET BEGIN INSERT …;`` the first INSERT arrives glued to the
   marker. In that case the INSERT is parsed and returned.
 
-Queries (after ``AS`` or the INSERT target) are kept verbatim, with the exact origin of
-their first character: Spark parses them later, and ``query_origin`` lets its errors
-be mapped back to the user's file.
+Queries (after ``AS`` or the INSERT target) are parsed here, once, as Flink SQL
+(:func:`job.sql.flink.query.parse_query`): the statement carries the :class:`Query`
+(``parsed``) next to its text and the exact origin of its first character.
 
 Every error is a :class:`PipelineError` with the origin of the offending token and the
 statement text.
@@ -26,6 +26,7 @@ import difflib
 from typing import Optional
 
 from job.errors import Origin, PipelineError
+from job.sql.flink.query import parse_query
 from job.sql.ddl import if_not_exists, name_list, optional_comment, parse_create_table, qualified_name
 from job.sql.statements import CreateView, Insert, SetOption, Statement, StatementText
 from job.sql.tokens import EOF, IDENT, STRING, Token, TokenStream, describe
@@ -125,7 +126,7 @@ def _create_view(ts: TokenStream, st: StatementText, temporary: bool) -> CreateV
     optional_comment(ts)
     ts.expect("AS", what="'AS' and the view's query")
     query, origin = _query(ts, st)
-    return CreateView(name, query, origin, columns, temporary, st)
+    return CreateView(name, query, origin, columns, temporary, st, parse_query(query, origin, st.text))
 
 
 def _query(ts: TokenStream, st: StatementText) -> tuple[str, Origin]:
@@ -159,7 +160,7 @@ def _insert(ts: TokenStream, st: StatementText) -> Insert:
     if ts.at("(") and not any(ts.peek(1).matches(w) for w in _QUERY_START):
         columns = tuple(t.value for t in name_list(ts, "a column name"))
     query, origin = _query(ts, st)
-    return Insert(table, query, origin, columns, overwrite, st)
+    return Insert(table, query, origin, columns, overwrite, st, parse_query(query, origin, st.text))
 
 
 # --------------------------------------------------------------------------- SET

@@ -6,9 +6,12 @@ SparkSession, so ``--dry-run`` errors come fast and tests run without a JVM.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Optional, Union
+from typing import TYPE_CHECKING, Mapping, Optional, Union
 
 from job.errors import Origin
+
+if TYPE_CHECKING:
+    from job.sql.flink.query import Query
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,7 @@ class CreateView:
     column_names: tuple[str, ...] = ()
     temporary: bool = False
     source: Optional[StatementText] = None
+    parsed: Optional["Query"] = field(default=None, compare=False, repr=False)  # the query, parsed once
 
 
 @dataclass(frozen=True)
@@ -109,6 +113,7 @@ class Insert:
     column_names: tuple[str, ...] = ()
     overwrite: bool = False
     source: Optional[StatementText] = None
+    parsed: Optional["Query"] = field(default=None, compare=False, repr=False)  # the query, parsed once
 
 
 Statement = Union[CreateTable, CreateView, SetOption, Insert]

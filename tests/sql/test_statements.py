@@ -111,8 +111,8 @@ def test_insert_query_origin_across_lines():
         ("INSERT INTO t (a) (SELECT 1)", "t", ("a",), False, "(SELECT 1)"),
         ("INSERT OVERWRITE t SELECT 1", "t", (), True, "SELECT 1"),
         ("INSERT OVERWRITE TABLE t (x) SELECT 1", "t", ("x",), True, "SELECT 1"),
-        # The query is not tokenized by this parser: Spark-style escapes pass through untouched.
-        ("INSERT INTO t SELECT 'it\\'s', \"x\"", "t", (), False, "SELECT 'it\\'s', \"x\""),
+        # The query is kept verbatim (and parsed as Flink SQL: '' is the only escape in a string).
+        ("INSERT INTO t SELECT 'it''s', `x`", "t", (), False, "SELECT 'it''s', `x`"),
     ],
 )
 def test_insert_forms(text, table, columns, overwrite, query):
