@@ -47,7 +47,10 @@ def table_frame(df, table, *, physical: Mapping[str, object], metadata: Mapping[
     out = df.select(*base, *[expr.alias(name) for name, expr in control.items()])
     computed = [c for c in table.columns if c.kind == "computed"]
     if computed:
-        out = out.select("*", *[F.expr(c.expression).alias(c.name) for c in computed])
+        from job.sql.flink.columns import computed_column
+
+        # Flink expressions, translated with Flink's meaning (job.sql.flink).
+        out = out.select("*", *[F.expr(computed_column(table, c).sql).alias(c.name) for c in computed])
     ordered = [c.name for c in table.columns] + list(control)
     return out.select(*[F.col(f"`{n}`") for n in ordered])
 

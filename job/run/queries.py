@@ -12,19 +12,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import sqlglot
-from sqlglot import exp
-
 from job.catalog import short_name, table_mode
-from job.changelog.plan import Planner, is_windowed
-from job.changelog.relation import SIGN, Field, Rel
-from job.changelog.sink import plan_sink
-from job.connectors.base import APPEND, SinkContext
+from job.connectors.base import SinkContext
 from job.connectors.registry import describe, validate_options
-from job.sql.dialect import parse_structure
 from job.errors import EXIT_BAD_RECORD, EXIT_OTHER, EXIT_UNREACHABLE, PipelineError
 from job.run.metrics import instrument_sink
-from job.run.analyze import analyze_query, check_streaming, register_declared, register_view, spark_error
+from job.run.analyze import check_streaming, spark_error
 from job.run.program import Program, trigger_interval_ms
 from job.run.sources import BAD_RECORD_MARKER, OpenedSources, open_source
 
@@ -51,34 +44,8 @@ def query_name(program: Program, index: int, table: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "_", f"{program.name}-{index + 1}-{short_name(table)}")
 
 
-def needs_changelog(program: Program, index: int) -> bool:
-    """True unless every input is append-only and the query has no join, DISTINCT or
-    non-windowed GROUP BY (then Spark's own operators compute Flink's result)."""
-    catalog = program.catalog
-    if any(table_mode(catalog.table(name)) != APPEND for name in program.reads[index]):
-        return True
-    queries = [program.inserts[index].query] + [v.query for v in catalog.views.values()]
-    for sql in queries:
-        try:
-            tree = parse_structure(sql)
-        except sqlglot.errors.ParseError:
-            continue
-        for select in tree.find_all(exp.Select):
-            group = select.args.get("group")
-            if select.args.get("joins") or select.args.get("distinct"):
-                return True
-            if (group is not None or any(True for _ in select.find_all(exp.AggFunc))) and not is_windowed(group):
-                return True
-    return False
-
-
 def plan_queries(spark, program: Program, *, once: bool, checkpoint_dir: str, offline: bool = False) -> list[QueryPlan]:
-    """Validate with Spark's analyser, then build (not start) every query."""
-    catalog = program.catalog
-    register_declared(spark, catalog)
-    for i, insert in enumerate(program.inserts):
-        analyze_query(spark, insert.query, insert.query_origin, insert.source.text if insert.source else None,
-                      f"the query of INSERT INTO {insert.table}")
+    """Plan (not start) every INSERT's query."""
     buckets = int(program.conf.get(BUCKETS_KEY, DEFAULT_BUCKETS))
     plans = []
     for i, insert in enumerate(program.inserts):
@@ -92,6 +59,10 @@ def plan_queries(spark, program: Program, *, once: bool, checkpoint_dir: str, of
 
 def plan_insert(spark, program: Program, index: int, *, once: bool, checkpoint_dir: str, buckets: int,
                 offline: bool = False) -> QueryPlan:
+    from job.plan.planner import Planner
+    from job.plan.sink import plan_sink
+    from job.sql.flink.translate import Settings
+
     insert = program.inserts[index]
     table = program.catalog.table(insert.table)
     connector, options = validate_options(table, "sink")
@@ -102,42 +73,22 @@ def plan_insert(spark, program: Program, index: int, *, once: bool, checkpoint_d
     def open_(t):
         return open_source(spark, t, once=once, offline=offline, opened=opened, checkpoint=checkpoint)
 
-    planner = Planner(spark, program.catalog, open_, buckets)
-    if needs_changelog(program, index):
-        engine = "changelog"
-        rel = planner.plan(insert.query)
-    else:
-        engine = "native"
-        rel = native_relation(spark, program, index, open_)
+    planner = Planner(spark, program.catalog, open_, Settings.from_conf(program.conf), buckets)
+    rel = planner.plan(insert.parsed)
     sink = instrument_sink(connector.create_sink(SinkContext(spark, table, options, checkpoint, offline=offline)),
                            checkpoint)
     sink_plan = plan_sink(planner, rel, table, connector, sink, insert.column_names)
     steps = rel.steps + sink_plan.steps
+    engine = "changelog" if (not rel.append_only or any("[stateful" in s for s in steps)) else "native"
+    if rel.append_only:
+        check_streaming(spark, rel.df, insert.query_origin, insert.query,
+                        insert.source.text if insert.source else None, f"the query of INSERT INTO {insert.table}")
     plan = QueryPlan(name, index, table.name, engine, sink_plan.mode, checkpoint, steps, sink_plan.writer,
                      observed=opened.observed)
     for j, (dl_table_name, letters) in enumerate(opened.dead_letters):
         plan.dead_letters.append(dead_letter_writer(spark, program, dl_table_name, letters, f"{checkpoint}-dead-letter-{j}",
                                                        offline))
     return plan
-
-
-def native_relation(spark, program: Program, index: int, open_) -> Rel:
-    """The whole SELECT run by Spark SQL over the streaming sources (append-only)."""
-    from pyspark.sql import functions as F
-
-    catalog = program.catalog
-    for name in program.reads[index]:
-        open_(catalog.table(name)).df.createOrReplaceTempView(short_name(catalog.table(name).name))
-    for view in catalog.views.values():
-        register_view(spark, view)
-    insert = program.inserts[index]
-    what = f"the query of INSERT INTO {insert.table}"
-    df = analyze_query(spark, insert.query, insert.query_origin, None, what)
-    check_streaming(spark, df, insert.query_origin, insert.query, insert.source.text if insert.source else None, what)
-    fields = [Field(c, None, f"_n{i}") for i, c in enumerate(df.columns)]
-    out = df.toDF(*[f.col for f in fields]).withColumn(SIGN, F.lit(1))
-    register_declared(spark, catalog)  # leave the session's views as declared
-    return Rel(out, fields, append_only=True, steps=["Spark SQL's native streaming operators (append-only)"])
 
 
 def dead_letter_writer(spark, program: Program, table_name: str, letters, checkpoint: str, offline: bool = False):

@@ -69,7 +69,7 @@ class Scope:
         return None
 
 
-@dataclass
+@dataclass(frozen=True)
 class Settings:
     """Session settings that change what an expression means (Flink's ``SET`` keys)."""
 

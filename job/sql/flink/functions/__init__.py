@@ -234,6 +234,8 @@ def call(tr, node: exp.Anonymous):
 
 
 _loaded = False
+MODULES = ("arithmetic", "string", "temporal", "conditional", "conversion", "collection", "json", "value", "hashing",
+           "aggregate")
 
 
 def _load() -> None:
@@ -242,6 +244,7 @@ def _load() -> None:
     if _loaded:
         return
     _loaded = True
-    from job.sql.flink.functions import (aggregate as _a, arithmetic as _ar, collection as _co,  # noqa: F401
-                                         conditional as _cd, conversion as _cv, hashing as _h, json as _j,
-                                         string as _s, temporal as _t, value as _v)
+    import importlib
+
+    for module in MODULES:
+        importlib.import_module(f"{__name__}.{module}")

@@ -1,0 +1,224 @@
+"""GROUP BY and aggregate functions over a changelog (Flink's group aggregation).
+
+An aggregation's output updates: each change of a group retracts the group's old row and
+inserts the new one, which is what Flink's GroupAggregate emits. Aggregate calls are
+recognised through the function library (:func:`job.sql.flink.functions.is_aggregate`),
+their result types follow Flink (``AVG`` of an INT is an INT, ``SUM`` of DECIMAL(p, s) is
+DECIMAL(38, s), ``COUNT`` is BIGINT NOT NULL), and their arguments are translated like any
+expression. Windowed aggregation (window TVFs, legacy group windows) is planned by
+:mod:`job.plan.windows`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from sqlglot import exp
+
+from job.plan import engine
+from job.plan.relation import NET, SIGN, Field, Rel, flink_key
+from job.sql.flink.functions import is_aggregate, lookup
+from job.sql.flink.translate import Typed, wrap_integer
+from job.sql.types import LogicalType
+
+# What the engine's aggregate operator computes under retractions (today).
+RETRACTABLE = {"count", "sum", "avg", "min", "max"}
+
+
+@dataclass
+class AggCall:
+    node: exp.Expression          # the call as written (with its FILTER, if any)
+    function: object              # the library's Function
+    arg: Optional[exp.Expression]  # the argument (None: COUNT(*))
+    distinct: bool
+    condition: Optional[exp.Expression]
+    result: LogicalType = None
+
+
+def aggregate_calls(node: exp.Expression):
+    """Aggregate calls in an expression, each with its FILTER (WHERE …) clause if it has
+    one; calls inside an OVER window are not this query's aggregates."""
+    for call in node.find_all(exp.Anonymous):
+        if not is_aggregate(call) or call.find_ancestor(exp.Window) is not None:
+            continue
+        parent = call.parent
+        yield parent if isinstance(parent, exp.Filter) and parent.this is call else call
+
+
+def is_aggregating(node: exp.Select) -> bool:
+    if node.args.get("group") is not None or node.args.get("having") is not None:
+        return True
+    return any(True for item in node.expressions for _ in aggregate_calls(item))
+
+
+def windowed_group(planner, node: exp.Select) -> bool:
+    from job.plan import windows
+
+    group = node.args.get("group")
+    return group is not None and windows.group_window(planner, group) is not None
+
+
+def parse_call(planner, call: exp.Expression) -> AggCall:
+    condition = None
+    node = call
+    if isinstance(call, exp.Filter):
+        condition, call = call.expression.this, call.this
+    function = lookup(call.name)
+    args = list(call.expressions)
+    distinct = False
+    if len(args) == 1 and isinstance(args[0], exp.Distinct):
+        if len(args[0].expressions) != 1:
+            raise planner.error(call, f"{call.name}(DISTINCT …) over several columns is not supported yet")
+        args, distinct = [args[0].expressions[0]], True
+    if function.engine == "count":
+        if len(args) != 1:
+            raise planner.error(call, "COUNT takes one argument (or *)")
+        arg = None if isinstance(args[0], exp.Star) else args[0]
+        if arg is not None and not distinct and isinstance(arg, exp.Literal):
+            arg = None  # COUNT(1): every row
+    else:
+        if len(args) < 1:
+            raise planner.error(call, f"{call.name} needs an argument")
+        if len(args) > 1 and function.engine != "listagg":
+            raise planner.error(call, f"{call.name} takes one argument")
+        arg = args[0]
+    return AggCall(node, function, arg, distinct, condition)
+
+
+def plan_aggregate(planner, rel: Rel, node: exp.Select) -> Rel:
+    from job.plan import windows
+
+    group = node.args.get("group")
+    if group is not None:
+        window = windows.group_window(planner, group)
+        if window is not None:
+            return windows.plan_group_window(planner, rel, node, window)
+        if rel.rowtime is not None and windows.groups_by_window_columns(rel, group):
+            return windows.plan_window_aggregate(planner, rel, node)
+    return group_aggregate(planner, rel, node)
+
+
+def group_aggregate(planner, rel: Rel, node: exp.Select) -> Rel:
+    from pyspark.sql import functions as F
+
+    rel = planner.settle(rel)
+    group = node.args.get("group")
+    group_exprs = list(group.expressions) if group is not None else []
+    tr = planner.translator(rel, "GROUP BY")
+    group_values = [tr.expr(g) for g in group_exprs]
+
+    calls: list[AggCall] = []
+    seen: set[str] = set()
+    sources = list(node.expressions) + ([node.args["having"]] if node.args.get("having") else [])
+    for source in sources:
+        for call in aggregate_calls(source):
+            key = flink_key(call)
+            if key not in seen:
+                seen.add(key)
+                calls.append(parse_call(planner, call))
+
+    gcols = [f"g{i}" for i in range(len(group_values))]
+    staged_cols = [F.expr(v.sql).alias(c) for v, c in zip(group_values, gcols)]
+    specs, arg_cols = [], []
+    atr = planner.translator(rel, "an aggregate")
+    for i, call in enumerate(calls):
+        engine_name = call.function.engine
+        if engine_name not in RETRACTABLE:
+            raise planner.error(call.node, f"the aggregate function {call.function.name} is not supported yet "
+                                           "on this query's input")
+        arg = atr.expr(call.arg) if call.arg is not None else None
+        if arg is not None:
+            call.result = call.function.result([arg.type])
+        else:
+            call.result = call.function.result([])
+        arg_sql = arg.sql if arg is not None else None
+        if call.condition is not None:
+            cond = atr.condition(call.condition, "FILTER (WHERE …)")
+            arg_sql = f"CASE WHEN {cond.sql} THEN {arg_sql if arg_sql is not None else '1'} END"
+        if arg_sql is None:
+            specs.append(("count_star", "int", False))
+            arg_cols.append(None)
+            continue
+        kind = _value_kind(arg.type if arg is not None else None)
+        if engine_name in ("sum", "avg") and kind == "other":
+            raise planner.error(call.node, f"{call.function.name} needs a numeric argument, not {arg.type}")
+        specs.append((engine_name, kind, call.distinct))
+        col = f"a{i}"
+        arg_cols.append(col)
+        staged_cols.append(F.expr(_as_text(arg_sql, arg.type if arg is not None else None)).alias(col))
+    staged = planner.signed(rel).select(*staged_cols, F.col(SIGN).alias("sign"))
+    result = engine.group_aggregate(planner, staged, gcols, arg_cols, specs, global_agg=not gcols)
+
+    fields, selected, replacements = [], [], {}
+    for g, value, gcol in zip(group_exprs, group_values, gcols):
+        col = planner.fresh()
+        if isinstance(g, exp.Column):
+            resolved, _ = planner.translator(rel, "GROUP BY").scope.resolve_column(g)
+            fields.append(Field(g.name, resolved.qualifier, col, value.type, resolved.time))
+        else:
+            fields.append(Field(f"EXPR${len(fields)}", None, col, value.type))
+        selected.append(F.col(gcol).alias(col))
+        replacements[flink_key(g)] = Typed(f"`{col}`", value.type)
+    for i, call in enumerate(calls):
+        col = planner.fresh("_a")
+        fields.append(Field(f"__agg{i}", None, col, call.result))
+        selected.append(F.expr(_from_text(f"r{i}", call.result, call.function.engine)).alias(col))
+        replacements[flink_key(call.node)] = Typed(f"`{col}`", call.result)
+    group_cols = frozenset(f.col for f in fields[: len(gcols)])
+    agg_rel = Rel(result.select(*selected, F.col("sign").alias(SIGN), F.col("net").alias(NET)), fields,
+                  append_only=False, unique_key=group_cols, net_key=group_cols if gcols else None,
+                  steps=rel.steps + [
+                      f"aggregate by ({', '.join(planner.current.flink_sql(g) for g in group_exprs) or 'nothing: one global row'}) "
+                      f"computing {', '.join(planner.current.flink_sql(c.node) for c in calls) or 'distinct rows'} "
+                      f"[stateful; retracts the old result row on every change]"])
+    if node.args.get("having"):
+        agg_rel = planner.filter(agg_rel, node.args["having"].this, "HAVING", replacements)
+    out = planner.project(agg_rel, node.expressions, replacements)
+    if node.args.get("distinct"):
+        out = group_by_all(planner, out)
+    return out
+
+
+def group_by_all(planner, rel: Rel) -> Rel:
+    """SELECT DISTINCT / UNION: group by every column, no aggregates."""
+    node = exp.Select(expressions=[exp.column(f.col) for f in rel.fields])
+    node.set("group", exp.Group(expressions=[exp.column(f.col) for f in rel.fields]))
+    named = Rel(rel.df, [Field(f.col, None, f.col, f.type) for f in rel.fields], rel.append_only, rel.unique_key,
+                rel.steps, computed=rel.computed)
+    out = group_aggregate(planner, named, node)
+    out.fields = [Field(f.name, None, o.col, o.type) for f, o in zip(rel.fields, out.fields)]
+    return out
+
+
+def _value_kind(x: Optional[LogicalType]) -> str:
+    if x is None:
+        return "int"
+    if x.name == "DECIMAL":
+        return "decimal"
+    if x.is_integral:
+        return "int"
+    if x.name in ("FLOAT", "DOUBLE"):
+        return "float"
+    if x.name == "BOOLEAN":
+        return "other"
+    return "other"
+
+
+def _as_text(sql: str, x: Optional[LogicalType]) -> str:
+    """An aggregate argument as text the operator reads back exactly (timestamps with
+    microseconds, so their text order is their time order)."""
+    if x is not None and x.is_timestamp:
+        return f"date_format({sql}, 'yyyy-MM-dd HH:mm:ss.SSSSSS')"
+    return f"CAST({sql} AS STRING)"
+
+
+def _from_text(col: str, x: LogicalType, engine_name: str = "") -> str:
+    """An operator result (text) as a value of the Flink result type."""
+    if x.is_integral:
+        # AVG of integers truncates toward zero, as Flink's integer division does.
+        whole = f"CAST(CAST({col} AS DOUBLE) AS BIGINT)" if engine_name == "avg" \
+            else f"CAST(CAST({col} AS DECIMAL(38,0)) AS BIGINT)"
+        return wrap_integer(whole, x) if x.name != "BIGINT" else whole
+    if x.is_timestamp:
+        return f"to_timestamp({col}, 'yyyy-MM-dd HH:mm:ss.SSSSSS')"
+    return f"CAST({col} AS {x.spark})"

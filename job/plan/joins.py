@@ -1,0 +1,291 @@
+"""Joins: regular joins of changelogs (INNER/LEFT/RIGHT/FULL on equalities), and the
+special joins Flink has — CROSS JOIN UNNEST, interval joins, temporal joins
+(``FOR SYSTEM_TIME AS OF``), lookup joins — dispatched from :func:`plan_join`.
+
+A regular join keeps both sides in state and emits at once: a row arriving on one side
+is joined with every row the other side holds under the same key, and an outer join's
+padded row is retracted when its first match arrives — Flink's streaming join.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Optional
+
+from sqlglot import exp
+
+from job.plan import engine
+from job.plan.relation import NET, SIGN, PendingJoin, Rel, conjuncts
+from job.sql.flink import rules
+
+NO_KEY = "__no_key"  # a join input row whose key never matches (see join_input)
+
+
+def plan_join(planner, left: Rel, node: exp.Join) -> Rel:
+    right_node = node.this
+    if isinstance(right_node, exp.Unnest) or (isinstance(right_node, exp.Lateral)):
+        from job.plan import unnest
+
+        return unnest.plan_unnest(planner, left, node)
+    if isinstance(right_node, exp.Table) and right_node.args.get("version") is not None:
+        from job.plan import temporal
+
+        return temporal.plan_temporal_join(planner, left, node)
+    right = planner.relation(right_node)
+    from job.plan import interval
+
+    interval_join = interval.match_interval_join(planner, left, right, node)
+    if interval_join is not None:
+        return interval_join
+    return regular_join(planner, left, right, node)
+
+
+def on_text(planner, pairs) -> str:
+    return ", ".join(planner.current.flink_sql(a) + " = " + planner.current.flink_sql(b) for a, b in pairs)
+
+
+def split_condition(planner, left: Rel, right: Rel, node: exp.Join):
+    """The ON clause as (key equalities, left-only, right-only, mixed) conditions."""
+    conds = conjuncts(node.args.get("on"))
+    for name in node.args.get("using") or []:
+        col = name.name if hasattr(name, "name") else str(name)
+        conds.append(exp.EQ(this=exp.column(col), expression=exp.column(col)))
+    pairs, left_only, right_only, mixed = [], [], [], []
+    for cond in conds:
+        if isinstance(cond, exp.EQ):
+            a, b = cond.this, cond.expression
+            if left.refers_only_to(a) and right.refers_only_to(b):
+                pairs.append((a, b))
+                continue
+            if left.refers_only_to(b) and right.refers_only_to(a):
+                pairs.append((b, a))
+                continue
+        if isinstance(cond, exp.Boolean) and cond.this:
+            continue
+        if left.refers_only_to(cond):
+            left_only.append(cond)
+        elif right.refers_only_to(cond):
+            right_only.append(cond)
+        else:
+            mixed.append(cond)
+    return pairs, left_only, right_only, mixed
+
+
+def join_kind(node: exp.Join) -> str:
+    side = (node.args.get("side") or "").lower()
+    return {"left": "left", "right": "right", "full": "full"}.get(side, "inner")
+
+
+def regular_join(planner, left: Rel, right: Rel, node: exp.Join) -> Rel:
+    from pyspark.sql import functions as F
+
+    kind = join_kind(node)
+    if (node.args.get("kind") or "").lower() == "cross" or (node.args.get("on") is None and not node.args.get("using")):
+        raise planner.error(node, "a join of two streams needs an ON clause with at least one equality",
+                            hint="cross joins of streams are not supported (Flink keeps both sides forever)")
+    pairs, left_only, right_only, mixed = split_condition(planner, left, right, node)
+    if not pairs:
+        raise planner.error(node, "a join of two streams needs at least one equality between the two sides in its ON "
+                                  "clause")
+    if mixed and kind != "inner":
+        raise planner.error(mixed[0], f"this {kind.upper()} JOIN condition compares both sides with something other "
+                                      "than '=', which is not supported yet", hint="move it to WHERE, or make the "
+                                                                                   "join INNER")
+
+    # INNER and LEFT joins without conditions of their own, all on one key, become one
+    # operator: a pending join on the left is extended when this join uses its key.
+    one_key = kind in ("inner", "left") and not (left_only or right_only or mixed)
+    extending = left.pending_join is not None and one_key and left.pending_join.extendable
+    if left.pending_join is not None and not extending:
+        left = planner.settle(left)
+
+    # A side-only condition on the *preserved* side of an outer join decides whether the
+    # row may match at all (unmatched rows are still emitted, padded with NULLs); on the
+    # other side it simply filters the input.
+    left_gate = left_only if kind in ("left", "full") else []
+    right_gate = right_only if kind in ("right", "full") else []
+
+    def typed_keys(rel: Rel, keys):
+        return [planner.expr(rel, k, "the JOIN condition") for k in keys]
+
+    lvals, rvals = typed_keys(left, [a for a, _ in pairs]), typed_keys(right, [b for _, b in pairs])
+    key_types = []
+    for (a, b), lv, rv in zip(pairs, lvals, rvals):
+        if not rules.comparable(lv.type, rv.type):
+            raise planner.error(a, f"cannot join {lv.type} with {rv.type}",
+                                hint="Flink does not convert between these types implicitly: CAST one side")
+        common = rules.least_restrictive([lv.type, rv.type])
+        key_types.append(common.nullable_as(True))
+
+    # An upsert side joined on exactly its primary key, with no condition of its own, is
+    # normalized inside the join (one stateful operator instead of two). The join key
+    # must also *be* the primary key: compared after a cast that can map two keys to
+    # one (STRING '1' and '01' both become BIGINT 1), one key's row would replace the
+    # other's.
+    def fusable(rel: Rel, values, conds) -> bool:
+        if rel.pending_upsert is None or conds:
+            return False
+        plain = [v.sql.strip("`") for v in values]
+        same_type = all(v.type.nullable_as(True) == k or (v.type.is_integral and k.is_integral)
+                        for v, k in zip(values, key_types))
+        return set(plain) == set(rel.pending_upsert) and len(plain) == len(rel.pending_upsert) and same_type
+
+    fuse_left = fusable(left, lvals, left_only)
+    fuse_right = fusable(right, rvals, right_only)
+    if not fuse_left and not extending:
+        left = planner.settle(left)
+    if not fuse_right:
+        right = planner.settle(right)
+    for cond in ([] if left_gate else left_only):
+        left = planner.filter(left, cond, "the JOIN condition")
+    for cond in ([] if right_gate else right_only):
+        right = planner.filter(right, cond, "the JOIN condition")
+    lvals, rvals = typed_keys(left, [a for a, _ in pairs]), typed_keys(right, [b for _, b in pairs])
+
+    def key_columns(rel: Rel, values):
+        tr = planner.translator(rel, "the JOIN condition")
+        out = []
+        for i, (v, k) in enumerate(zip(values, key_types)):
+            cast = v if v.type.nullable_as(True) == k else tr.cast(v, k)
+            out.append(F.expr(cast.sql).alias(f"k{i}"))
+        return out
+
+    lkeys, rkeys = key_columns(left, lvals), key_columns(right, rvals)
+    lcols = [v.sql.strip("`") for v in lvals]
+    rcols = [v.sql.strip("`") for v in rvals]
+    lplain = {c for c in lcols if c in left.cols()}
+    rplain = {c for c in rcols if c in right.cols()}
+    if extending:
+        pending = left.pending_join
+        if key_types == pending.key_types and all(c in cols for c, cols in zip(lcols, pending.anchors)) \
+                and len(lcols) == len(pending.anchors):
+            return extend_join(planner, left, right, kind, rkeys, rcols, fuse_right, lplain, rplain, pairs)
+        left = planner.settle(left)
+
+    lp, rp = join_input(planner, left, lkeys, 0, left_gate), join_input(planner, right, rkeys, 1, right_gate)
+    upsert_sides = tuple(side for side, fused in ((0, fuse_left), (1, fuse_right)) if fused)
+    # Rows that cannot match (NULL key) need no state: an outer side passes them through
+    # padded with NULLs, an inner side drops them.
+    passthrough = []
+    if kind in ("left", "full") and not fuse_left:
+        passthrough.append((0, lp.filter(NO_KEY).drop(NO_KEY)))
+    if kind in ("right", "full") and not fuse_right:
+        passthrough.append((1, rp.filter(NO_KEY).drop(NO_KEY)))
+    # Per key part, the columns that hold the key in every output row: the left key (left
+    # rows are never padded in an INNER or LEFT join), and an INNER join's right key.
+    anchors = [{c for c in ({lc, rc} if kind == "inner" else {lc}) if c in left.cols() + right.cols()}
+               for lc, rc in zip(lcols, rcols)]
+    pending = PendingJoin(
+        inputs=[lp, rp], schemas=[engine.schema_of(left), engine.schema_of(right)], kinds=[kind],
+        upsert_sides=upsert_sides, key_types=key_types, anchors=anchors, passthrough=passthrough,
+        schema=joined_schema(left, right), extendable=one_key and all(c in left.cols() for c in lcols))
+    key = join_key(left, right, kind, lplain, rplain)
+    steps = left.steps + right.steps + [
+        f"{kind} join on {on_text(planner, pairs)} [stateful; emits at once, retracts padded rows when a match "
+        "arrives" + ("; normalizes the upsert " + " and ".join(("left", "right")[s_] for s_ in upsert_sides)
+                     + " side by its key in the same operator" if upsert_sides else "") + "]"]
+    rel = Rel(None, left.fields + right.fields, kind == "inner" and left.append_only and right.append_only, key, steps,
+              computed=left.computed | right.computed, pending_join=pending)
+    for cond in (mixed if kind == "inner" else []):
+        rel = planner.filter(rel, cond, "the JOIN condition")
+    return rel
+
+
+def extend_join(planner, left: Rel, right: Rel, kind: str, rkeys, rcols: list, fuse_right: bool, lplain: set,
+                rplain: set, pairs) -> Rel:
+    """One more input for the pending join on ``left``'s key."""
+    pending = left.pending_join
+    side = len(pending.inputs)
+    rows = join_input(planner, right, rkeys, side, [])
+    anchors = pending.anchors
+    if kind == "inner":  # an inner-joined input's key equals the key in every output row
+        anchors = [a | ({rc} if rc in right.cols() else set()) for a, rc in zip(anchors, rcols)]
+    extended = replace(
+        pending, inputs=pending.inputs + [rows], schemas=pending.schemas + [engine.schema_of(right)],
+        kinds=pending.kinds + [kind], upsert_sides=pending.upsert_sides + ((side,) if fuse_right else ()),
+        anchors=anchors, schema=joined_schema(left, right),
+        # Input 0's NULL-key rows are emitted padded only while every join is LEFT.
+        passthrough=pending.passthrough if kind == "left" else [])
+    steps = left.steps + right.steps + [
+        f"{kind} join on {on_text(planner, pairs)} [same key: joined in the previous join's operator, now "
+        f"{side + 1} inputs" + ("; normalizes the upsert right side by its key there" if fuse_right else "") + "]"]
+    return Rel(None, left.fields + right.fields, kind == "inner" and left.append_only and right.append_only,
+               join_key(left, right, kind, lplain, rplain), steps, computed=left.computed | right.computed,
+               pending_join=extended)
+
+
+def joined_schema(left: Rel, right: Rel):
+    from pyspark.sql.types import StructType
+
+    lschema = left.pending_join.schema if left.pending_join is not None else engine.schema_of(left)
+    return StructType(lschema.fields + engine.schema_of(right).fields)
+
+
+def join_input(planner, rel: Rel, keys, side: int, gates):
+    """A join input as the operator reads it: the key (NULL when a key part is NULL or a
+    gate condition fails: such rows never match), the side, and the row; plus NO_KEY,
+    true for the rows that never match."""
+    from pyspark.sql import functions as F
+
+    null_key = F.lit(False)
+    for k in keys:
+        null_key = null_key | k.isNull()
+    for g in gates:
+        cond = planner.translator(rel, "the JOIN condition").condition(g, "the JOIN condition")
+        null_key = null_key | ~F.coalesce(F.expr(cond.sql), F.lit(False))
+    jk = F.when(null_key, F.lit(None)).otherwise(F.to_json(F.struct(*keys), engine.ROW_JSON))
+    if rel.pending_upsert is not None:  # fused: raw upserts, ordered by the join
+        return rel.df.select(jk.alias("jk"), F.lit(side).alias("side"), F.lit(0).alias("sign"),
+                             engine.row_json(rel.cols()).alias("row"), "kind", "seq_major", "seq_minor",
+                             null_key.alias(NO_KEY))
+    df = planner.signed(rel)
+    return df.select(jk.alias("jk"), F.lit(side).alias("side"), F.col(SIGN).alias("sign"),
+                     engine.row_json(rel.cols()).alias("row"), F.lit(None).cast("string").alias("kind"),
+                     F.lit(None).cast("string").alias("seq_major"), F.lit(None).cast("long").alias("seq_minor"),
+                     null_key.alias(NO_KEY))
+
+
+def settle_join(planner, rel: Rel) -> Rel:
+    """Plan a pending join as its operator: all inputs in one stream, grouped by key."""
+    from pyspark.sql import functions as F
+
+    from job.changelog import operators as ops
+
+    pending = rel.pending_join
+    matched = pending.inputs[0].filter(~F.col(NO_KEY)).drop(NO_KEY)
+    for rows in pending.inputs[1:]:
+        matched = matched.unionByName(rows.filter(~F.col(NO_KEY)).drop(NO_KEY))
+    processor = (ops.Join(pending.kinds[0], pending.upsert_sides) if len(pending.inputs) == 2
+                 else ops.StarJoin(tuple(pending.kinds), pending.upsert_sides))
+    joined = engine.stateful(matched.select(engine.bucket(planner, F.col("jk")), "*"), processor,
+                             processor.output_schema)
+    columns = processor.COLUMNS
+    for side, rows in pending.passthrough:
+        joined = joined.unionByName(rows.select("sign", *[
+            (F.col("row") if i == side else F.lit(None).cast("string")).alias(c) for i, c in enumerate(columns)],
+            F.lit(None).cast("string").alias("net")))
+    decoded = [col for c, schema_ in zip(columns, pending.schemas) for col in engine.from_row_json(c, schema_)]
+    # The operator nets by join key. That is the output's unique key when the unique key
+    # is one col per key part, each holding that part in every row with the key's own
+    # type: one row per join key, and rows of one sink key under one join key. NULL-key
+    # rows bypass the operator (unnetted), so they rule it out.
+    unique = rel.unique_key
+    types = {f.col: f.type.nullable_as(True) for f in rel.fields}
+    per_join_key = (unique is not None and not pending.passthrough and set(pending.kinds) <= {"inner", "left"}
+                    and len(unique) == len(pending.anchors)
+                    and all(len(unique & anchor) == 1 and types.get(next(iter(unique & anchor))) == key_type
+                            for anchor, key_type in zip(pending.anchors, pending.key_types)))
+    return Rel(joined.select(*decoded, F.col("sign").alias(SIGN), F.col("net").alias(NET)), rel.fields,
+               rel.append_only, unique, rel.steps, computed=rel.computed,
+               net_key=unique if per_join_key else None)
+
+
+def join_key(left: Rel, right: Rel, kind: str, lplain: set, rplain: set) -> Optional[frozenset]:
+    """A unique key of the join's output, as Flink derives it."""
+    lk, rk = left.unique_key, right.unique_key
+    if lk is not None and rk is not None and rk <= rplain and kind in ("inner", "left"):
+        return lk       # each left row matches at most one right row
+    if lk is not None and rk is not None and lk <= lplain and kind in ("inner", "right"):
+        return rk
+    if lk is not None and rk is not None:
+        return lk | rk
+    return None

@@ -1,0 +1,351 @@
+"""A parsed query → a chain of Spark operators with Flink's semantics.
+
+The planner walks the query's Flink tree (:class:`~job.sql.flink.query.Query`) clause
+by clause. Every per-row expression (filters, projections, join keys, aggregate
+arguments) goes through the translator, which gives Spark SQL with Flink's meaning and
+the Flink type of the result. What Spark cannot do on a changelog — normalizing
+upserts, joining and aggregating with retractions, ranking, event-time operators — runs
+in the engine's stateful operators (:mod:`job.plan.engine`).
+
+A relation is append-only as long as its inputs are and no operator updates what it
+emitted; then Spark's own streaming operators compute Flink's result where they can
+(filters, projections, window aggregations, interval joins), and the sink receives
+inserts only.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from sqlglot import exp
+
+from job.catalog import Catalog
+from job.errors import PipelineError
+from job.plan.relation import NET, SIGN, Field, Rel, RelScope, output_name
+from job.sql.flink.dialect import WindowTVF
+from job.sql.flink.functions import is_aggregate
+from job.sql.flink.query import Query
+from job.sql.flink.translate import Settings, Translator, Typed
+from job.sql.types import logical_type
+
+# The SELECT clauses the planner plans; any other one is refused by name (left out of
+# the plan, the query would run as if it were not there).
+PLANNED_CLAUSES = {"with_", "with", "hint", "expressions", "distinct", "from_", "from", "joins", "where", "group",
+                   "having", "order", "limit", "offset", "windows", "qualify"}
+CLAUSE_NAMES = {"laterals": "LATERAL VIEW", "distribute": "DISTRIBUTE BY", "sort": "SORT BY",
+                "cluster": "CLUSTER BY", "sample": "TABLESAMPLE", "pivots": "PIVOT", "match": "MATCH_RECOGNIZE",
+                "connect": "CONNECT BY", "prewhere": "PREWHERE", "locks": "FOR UPDATE"}
+
+
+class Planner:
+    """Plans one INSERT's query. ``open_source(table)`` returns the table's source stream
+    (a :class:`~job.connectors.base.SourceStream`) with its bad-record policy applied."""
+
+    def __init__(self, spark, catalog: Catalog, open_source: Callable, settings: Optional[Settings] = None,
+                 buckets: int = 64) -> None:
+        self.spark = spark
+        self.catalog = catalog
+        self.open_source = open_source
+        self.settings = settings or Settings()
+        self.buckets = buckets
+        self._n = 0
+        self._queries: list[Query] = []     # the query (or view) being planned, innermost last
+        self._root: Optional[Query] = None
+        self._ctes: list[dict] = []
+
+    # ------------------------------------------------------------------ helpers
+    @property
+    def current(self) -> Query:
+        """The query (or view) being planned; after planning, the INSERT's own query."""
+        return self._queries[-1] if self._queries else self._root
+
+    def fresh(self, prefix: str = "_c") -> str:
+        self._n += 1
+        return f"{prefix}{self._n}"
+
+    def error(self, node, message: str, hint: Optional[str] = None) -> PipelineError:
+        return self.current.error(node, message, hint)
+
+    def translator(self, rel: Rel, where: str, replacements: Optional[dict] = None) -> Translator:
+        return Translator(self.current, RelScope(rel, where, replacements, self.current), self.settings)
+
+    def expr(self, rel: Rel, node: exp.Expression, where: str, replacements: Optional[dict] = None) -> Typed:
+        return self.translator(rel, where, replacements).expr(node)
+
+    # ------------------------------------------------------------------ entry
+    def plan(self, query: Query) -> Rel:
+        if not self._queries:
+            self._root = query
+        self._queries.append(query)
+        try:
+            return self.query(query.tree)
+        finally:
+            self._queries.pop()
+
+    def query(self, node: exp.Expression) -> Rel:
+        from job.plan import setops
+
+        if isinstance(node, exp.Subquery):
+            return self.query(node.this)
+        if isinstance(node, (exp.Union, exp.Intersect, exp.Except)):
+            return setops.plan_set_operation(self, node)
+        if isinstance(node, exp.Values):
+            return self.values(node)
+        if not isinstance(node, exp.Select):
+            raise self.error(node, f"'{node.key.upper()}' is not supported as a query")
+        return self.select(node)
+
+    def select(self, node: exp.Select) -> Rel:
+        from job.plan import aggregates, ranking, subqueries
+
+        self.refuse_unplanned(node)
+        with_ = node.args.get("with_") or node.args.get("with")
+        self._ctes.append({cte.alias.lower(): cte.this for cte in (with_.expressions if with_ else [])})
+        try:
+            topn = ranking.match_topn(self, node)
+            if topn is not None:
+                return topn
+            from_ = node.args.get("from_") or node.args.get("from")
+            if from_ is None:
+                return self.values_select(node)
+            rel = self.from_clause(from_.this, node.args.get("joins") or [])
+            where = node.args.get("where")
+            if where is not None:
+                rel = subqueries.plan_where(self, rel, where.this)
+            if aggregates.is_aggregating(node):
+                rel = aggregates.plan_aggregate(self, rel, node)
+            elif any(isinstance(w, exp.Window) for item in node.expressions for w in item.find_all(exp.Window)):
+                from job.plan import over
+
+                rel = over.plan_over(self, rel, node)
+            else:
+                rel = self.project(rel, node.expressions)
+                if node.args.get("distinct"):
+                    rel = self.distinct(rel)
+            return self.order_limit(rel, node)
+        finally:
+            self._ctes.pop()
+
+    def refuse_unplanned(self, node: exp.Select) -> None:
+        for clause, value in node.args.items():
+            if value and clause not in PLANNED_CLAUSES:
+                raise self.error(node, f"{CLAUSE_NAMES.get(clause, clause.upper())} is not supported")
+        if node.args.get("qualify"):
+            raise self.error(node.args["qualify"], "QUALIFY is not Flink SQL",
+                             hint="filter the ranked rows in an outer query: SELECT … FROM (SELECT …, ROW_NUMBER() "
+                                  "OVER (…) AS rn FROM t) WHERE rn <= N")
+        group = node.args.get("group")
+        if group is not None and any(group.args.get(k) for k in ("grouping_sets", "cube", "rollup", "totals")):
+            raise self.error(group, "GROUPING SETS, ROLLUP and CUBE are not supported yet",
+                             hint="write one INSERT per grouping")
+
+    # ------------------------------------------------------------------ FROM
+    def from_clause(self, first: exp.Expression, joins: list) -> Rel:
+        from job.plan import joins as join_planner
+
+        rel = self.relation(first)
+        for join in joins:
+            rel = join_planner.plan_join(self, rel, join)
+        return self.settle(rel)
+
+    def relation(self, node: exp.Expression) -> Rel:
+        from job.plan import windows
+
+        alias = node.alias_or_name if hasattr(node, "alias_or_name") else None
+        if isinstance(node, exp.Subquery):
+            rel = self.query(node.this)
+            return self.aliased(rel, node)
+        if isinstance(node, WindowTVF):
+            return windows.plan_window_tvf(self, node)
+        if isinstance(node, exp.Values):
+            return self.aliased(self.values(node), node)
+        if isinstance(node, exp.Unnest):
+            raise self.error(node, "UNNEST is supported in CROSS JOIN UNNEST(…) and LEFT JOIN UNNEST(…) ON TRUE")
+        if not isinstance(node, exp.Table):
+            raise self.error(node, f"'{self.current.flink_sql(node)}' is not supported in FROM")
+        if node.args.get("version") is not None:
+            raise self.error(node, "FOR SYSTEM_TIME AS OF is only supported on the right side of a JOIN")
+        name = node.name
+        for ctes in reversed(self._ctes):
+            if name.lower() in ctes:
+                return self.aliased(self.query(ctes[name.lower()]), node)
+        view = self.catalog.view(name)
+        if view is not None:
+            rel = self.plan(view.parsed)
+            if view.column_names:
+                if len(view.column_names) != len(rel.fields):
+                    raise self.error(node, f"view '{view.name}' names {len(view.column_names)} columns but its "
+                                           f"query has {len(rel.fields)}")
+                rel.fields = [Field(n, f.qualifier, f.col, f.type, f.time) for n, f in zip(view.column_names, rel.fields)]
+            return self.requalify(rel, alias or name)
+        table = self.catalog.table(name)
+        if table is None:
+            known = sorted(list(self.catalog.tables) + list(self.catalog.views))
+            raise self.error(node, f"Object '{name}' not found: no table or view of that name in this pipeline",
+                             hint="declare it with CREATE TABLE or CREATE VIEW first"
+                                  + (f" (declared: {', '.join(known)})" if known else ""))
+        from job.plan.scan import scan
+
+        return scan(self, table, alias or name)
+
+    def aliased(self, rel: Rel, node: exp.Expression) -> Rel:
+        alias = node.args.get("alias")
+        if alias is None:
+            return self.requalify(rel, None)
+        columns = [c.name for c in alias.args.get("columns") or []]
+        if columns:
+            if len(columns) != len(rel.fields):
+                raise self.error(node, f"the alias names {len(columns)} columns but the relation has {len(rel.fields)}")
+            rel.fields = [Field(n, f.qualifier, f.col, f.type, f.time) for n, f in zip(columns, rel.fields)]
+        return self.requalify(rel, alias.name or None)
+
+    @staticmethod
+    def requalify(rel: Rel, alias: Optional[str]) -> Rel:
+        rel.fields = [f.requalified(alias) for f in rel.fields]
+        return rel
+
+    def settle(self, rel: Rel) -> Rel:
+        """Plan what a relation left pending (an upsert table to normalize, joins on one
+        key to run as one operator), so that its ``df`` holds signed rows."""
+        from job.plan import engine, joins
+
+        if rel.pending_join is not None:
+            return joins.settle_join(self, rel)
+        if rel.pending_upsert is not None:
+            return engine.normalize(self, rel)
+        return rel
+
+    # ------------------------------------------------------------------ filter / project
+    def filter(self, rel: Rel, cond: exp.Expression, where: str, replacements: Optional[dict] = None) -> Rel:
+        from pyspark.sql import functions as F
+
+        rel = self.settle(rel)
+        value = self.translator(rel, where, replacements).condition(cond, where)
+        rel.df = rel.df.filter(F.expr(value.sql))
+        rel.net_key = None
+        rel.steps = rel.steps + [f"filter: {self.current.flink_sql(cond)}"]
+        return rel
+
+    def expand(self, rel: Rel, items: list[exp.Expression]) -> list[tuple[str, Optional[exp.Expression], Optional[Field]]]:
+        """Select items → (output name, expression or None, field for a plain star column)."""
+        out: list = []
+        for position, item in enumerate(items):
+            if isinstance(item, exp.Star):
+                out += [(f.name, None, f) for f in rel.fields]
+            elif isinstance(item, exp.Column) and isinstance(item.this, exp.Star):
+                q = item.table.lower()
+                matched = [f for f in rel.fields if (f.qualifier or "").lower() == q]
+                if not matched:
+                    raise self.error(item, f"unknown table '{item.table}' in '{item.table}.*'")
+                out += [(f.name, None, f) for f in matched]
+            else:
+                out.append((output_name(item, position), item.this if isinstance(item, exp.Alias) else item, None))
+        return out
+
+    def project(self, rel: Rel, items: list[exp.Expression], replacements: Optional[dict] = None,
+                where: str = "the select list") -> Rel:
+        from pyspark.sql import functions as F
+
+        rel = self.settle(rel)
+        tr = self.translator(rel, where, replacements)
+        selected, fields, renames, computed = [], [], {}, set()
+        for name, expression, star_field in self.expand(rel, items):
+            col = self.fresh()
+            if star_field is not None:
+                value = Typed(f"`{star_field.col}`", star_field.type)
+            else:
+                value = tr.expr(expression)
+            # A value that is one of the input's columns as it is (keys and time
+            # attributes survive the projection).
+            plain = value.sql[1:-1] if value.sql.startswith("`") and value.sql.endswith("`") else None
+            source = rel.field_of(plain) if plain in rel.cols() else None
+            selected.append(F.expr(value.sql).alias(col))
+            time = source.time if source is not None else None
+            fields.append(Field(name, None, col, value.type, time))
+            if source is not None:
+                renames.setdefault(source.col, col)
+                if source.col in rel.computed:
+                    computed.add(col)
+            else:
+                computed.add(col)
+        key = None
+        if rel.unique_key is not None and all(c in renames for c in rel.unique_key):
+            key = frozenset(renames[c] for c in rel.unique_key)
+        net_key = None
+        if rel.net_key is not None and all(c in renames for c in rel.net_key):
+            net_key = frozenset(renames[c] for c in rel.net_key)
+        extra = ([F.col(SIGN)] if SIGN in rel.df.columns else []) + ([F.col(NET)] if net_key is not None else [])
+        return Rel(rel.df.select(*selected, *extra), fields, rel.append_only, key, rel.steps,
+                   computed=frozenset(computed), net_key=net_key)
+
+    def signed(self, rel: Rel):
+        """``rel.df`` with a ``__sign`` column (append-only relations have none)."""
+        from pyspark.sql import functions as F
+
+        rel = self.settle(rel)
+        if SIGN not in rel.df.columns:
+            return rel.df.select(*[F.col(c) for c in rel.cols()], F.lit(1).alias(SIGN))
+        return rel.df
+
+    def distinct(self, rel: Rel) -> Rel:
+        """SELECT DISTINCT: group by every column, no aggregates."""
+        from job.plan import aggregates
+
+        return aggregates.group_by_all(self, rel)
+
+    # ------------------------------------------------------------------ VALUES
+    def values(self, node: exp.Values) -> Rel:
+        """A VALUES list: a bounded, append-only relation."""
+        rows = node.expressions
+        if not rows:
+            raise self.error(node, "VALUES needs at least one row")
+        empty = Rel(None, [], True)
+        tr = self.translator(empty, "VALUES")
+        typed_rows = []
+        for row in rows:
+            items = row.expressions if isinstance(row, exp.Tuple) else [row]
+            typed_rows.append([tr.expr(i) for i in items])
+        width = len(typed_rows[0])
+        if any(len(r) != width for r in typed_rows):
+            raise self.error(node, "VALUES rows have different numbers of columns")
+        from job.sql.flink import rules
+
+        types = [rules.least_restrictive([r[i].type for r in typed_rows]) for i in range(width)]
+        if any(t_ is None for t_ in types):
+            raise self.error(node, "the columns of VALUES have no common type")
+        cols = [self.fresh() for _ in range(width)]
+        selects = []
+        for r in typed_rows:
+            parts = [tr.cast(v, t_).sql if v.type != t_ else v.sql for v, t_ in zip(r, types)]
+            selects.append(", ".join(f"CAST({p} AS {t_.spark}) AS `{c}`" for p, t_, c in zip(parts, types, cols)))
+        alias = node.args.get("alias")
+        names = [c.name for c in alias.args.get("columns") or []] if alias is not None else []
+        if names and len(names) != width:
+            raise self.error(node, f"VALUES has {width} columns but its alias names {len(names)}")
+        names = names or [f"EXPR${i}" for i in range(width)]
+        df = self.spark.sql(" UNION ALL ".join(f"SELECT {s}" for s in selects))
+        from job.plan.scan import bounded_stream
+
+        stream = bounded_stream(self, df)
+        fields = [Field(n, alias.name if alias is not None else None, c, t_) for n, c, t_ in zip(names, cols, types)]
+        return Rel(stream, fields, True, steps=[f"VALUES ({len(rows)} rows)"])
+
+    def values_select(self, node: exp.Select) -> Rel:
+        """SELECT without FROM: one row."""
+        one = exp.Values(expressions=[exp.Tuple(expressions=[exp.Literal.number(1)])])
+        rel = self.values(one)
+        rel.fields = []
+        return self.project(Rel(rel.df, [], True, steps=rel.steps), node.expressions)
+
+    # ------------------------------------------------------------------ ORDER BY / LIMIT
+    def order_limit(self, rel: Rel, node: exp.Select) -> Rel:
+        from job.plan import ranking
+
+        order, limit, offset = node.args.get("order"), node.args.get("limit"), node.args.get("offset")
+        if order is None and limit is None and offset is None:
+            return rel
+        return ranking.plan_order_limit(self, rel, node)
+
+
+def table_type(column) -> object:
+    """The Flink type of a CREATE TABLE column (computed columns: see scan)."""
+    return logical_type(column.flink_type)

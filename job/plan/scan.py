@@ -1,0 +1,38 @@
+"""Reading a table: its source stream as a relation, with its columns' Flink types and
+time attributes."""
+from __future__ import annotations
+
+from job.connectors.base import APPEND, UPSERT
+from job.plan.relation import SIGN, Field, Rel
+from job.sql.flink.columns import column_type, is_proctime
+
+
+def scan(planner, table, alias: str) -> Rel:
+    from pyspark.sql import functions as F
+
+    stream = planner.open_source(table)
+    df = stream.df
+    rowtime = table.watermark.column.lower() if table.watermark is not None else None
+    fields = []
+    for column in table.columns:
+        time = "rowtime" if column.name.lower() == rowtime else "proctime" if is_proctime(column) else None
+        fields.append(Field(column.name, alias, planner.fresh(), column_type(table, column, planner.settings), time))
+    renamed = [F.col(f"`{c.name}`").alias(f.col) for c, f in zip(table.columns, fields)]
+    if stream.mode == APPEND:
+        return Rel(df.select(*renamed), fields, append_only=True, steps=[f"scan {table.name}: append-only"])
+    if stream.mode == UPSERT:
+        pk_cols = tuple(f.col for f in fields if f.name in table.primary_key)
+        staged = df.select(*renamed, F.col("__kind").alias("kind"), F.col("__seq_major").alias("seq_major"),
+                           F.col("__seq_minor").alias("seq_minor"))
+        return Rel(staged, fields, append_only=False, unique_key=frozenset(pk_cols), pending_upsert=pk_cols,
+                   steps=[f"scan {table.name}: upsert source keyed by ({', '.join(table.primary_key)})"])
+    sign = F.when(F.col("__kind").isin("+I", "+U"), F.lit(1)).otherwise(F.lit(-1))
+    return Rel(df.select(*renamed, sign.alias(SIGN)), fields, append_only=False,
+               steps=[f"scan {table.name}: changelog source (+I/-U/+U/-D → signed rows)"])
+
+
+def bounded_stream(planner, df):
+    """A batch DataFrame (VALUES) as a stream that yields its rows once."""
+    from job.plan.values_source import register_values
+
+    return register_values(planner.spark, "values", df)

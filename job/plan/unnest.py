@@ -1,0 +1,71 @@
+"""``CROSS JOIN UNNEST(array) AS t (x)`` and ``LEFT JOIN UNNEST(…) ON TRUE``: each row
+with every element of its array (a MAP gives key and value columns, an array of ROWs
+one column per field)."""
+from __future__ import annotations
+
+from sqlglot import exp
+
+from job.plan.relation import SIGN, Field, Rel
+
+
+def plan_unnest(planner, left: Rel, node: exp.Join) -> Rel:
+    from pyspark.sql import functions as F
+
+    unnest = node.this
+    if isinstance(unnest, exp.Lateral):
+        raise planner.error(unnest, "LATERAL is not supported yet")
+    side = (node.args.get("side") or "").lower()
+    kind = (node.args.get("kind") or "").lower()
+    outer = side == "left"
+    on = node.args.get("on")
+    if outer and not (on is not None and isinstance(on, exp.Boolean) and on.this):
+        raise planner.error(node, "LEFT JOIN UNNEST(…) needs ON TRUE")
+    if not outer and side:
+        raise planner.error(node, f"{side.upper()} JOIN UNNEST is not supported")
+    if not outer and on is not None and not (isinstance(on, exp.Boolean) and on.this):
+        raise planner.error(on, "CROSS JOIN UNNEST takes no ON condition; filter in WHERE")
+    if len(unnest.expressions) != 1:
+        raise planner.error(unnest, "UNNEST of several arrays is not supported yet")
+    if unnest.args.get("offset"):
+        raise planner.error(unnest, "UNNEST … WITH ORDINALITY is not supported yet")
+    left = planner.settle(left)
+    value = planner.expr(left, unnest.expressions[0], "UNNEST")
+    alias = unnest.args.get("alias")
+    qualifier = alias.name if alias is not None and alias.name else None
+    names = [c.name for c in (alias.args.get("columns") or [])] if alias is not None else []
+    source = left.df
+    if SIGN not in source.columns and not left.append_only:
+        source = planner.signed(left)
+    explode = F.explode_outer if outer else F.explode
+    x = value.type
+    if x.name in ("ARRAY", "MULTISET"):
+        element = x.children[0]
+        if x.name == "MULTISET":
+            raise planner.error(unnest, "UNNEST of a MULTISET is not supported yet")
+        col = planner.fresh()
+        df = source.select("*", explode(F.expr(value.sql)).alias(col))
+        if element.name == "ROW":
+            wanted = names or list(element.field_names)
+            if len(wanted) != len(element.children):
+                raise planner.error(unnest, f"UNNEST of {x} gives {len(element.children)} columns")
+            cols = [planner.fresh() for _ in element.children]
+            df = df.select(*[c for c in source.columns], *[F.col(col)[n].alias(c) for n, c in
+                                                          zip(element.field_names, cols)])
+            fields = [Field(n, qualifier, c, t_.nullable_as(True)) for n, c, t_ in zip(wanted, cols, element.children)]
+        else:
+            wanted = names or ["EXPR$0"]
+            if len(wanted) != 1:
+                raise planner.error(unnest, f"UNNEST of {x} gives one column")
+            fields = [Field(wanted[0], qualifier, col, element.nullable_as(True))]
+    elif x.name == "MAP":
+        key, val = planner.fresh(), planner.fresh()
+        df = source.select("*", explode(F.expr(value.sql)).alias(key, val))
+        wanted = names or ["EXPR$0", "EXPR$1"]
+        if len(wanted) != 2:
+            raise planner.error(unnest, "UNNEST of a MAP gives two columns (key, value)")
+        fields = [Field(wanted[0], qualifier, key, x.children[0]), Field(wanted[1], qualifier, val, x.children[1].nullable_as(True))]
+    else:
+        raise planner.error(unnest.expressions[0], f"UNNEST needs an ARRAY or MAP, not {x}")
+    return Rel(df, left.fields + fields, left.append_only, None,
+               left.steps + [f"{'left join' if outer else 'cross join'} unnest {planner.current.flink_sql(unnest.expressions[0])}"],
+               computed=left.computed)

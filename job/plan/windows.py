@@ -1,0 +1,259 @@
+"""Event-time windows: the window table functions (TUMBLE, HOP, CUMULATE, SESSION) and
+Flink's legacy group windows (``GROUP BY TUMBLE(ts, …)``).
+
+A window aggregation over an append-only input runs on Spark's own windowed streaming
+aggregation: each window is emitted once, when the watermark passes its end (Flink's
+window aggregate is append-only too). At the end of a bounded input (``--once``) the run
+advances event time past every window, so every window closes, as Flink's bounded
+sources do (see :mod:`job.run.end_of_input`).
+
+Window columns follow Flink: ``window_start``, ``window_end`` (TIMESTAMP(3)) and
+``window_time`` (``window_end`` − 1 ms, a time attribute).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from sqlglot import exp
+
+from job.plan.relation import Field, Rel, flink_key
+from job.sql.flink.casts import interval_millis
+from job.sql.flink.dialect import Descriptor, TableArg, WindowTVF
+from job.sql.flink.translate import Typed
+from job.sql.types import timestamp
+
+WINDOW_COLUMNS = ("window_start", "window_end", "window_time")
+_TVF_ARGS = {
+    "TUMBLE": ("DATA", "TIMECOL", "SIZE", "OFFSET"),
+    "HOP": ("DATA", "TIMECOL", "SLIDE", "SIZE", "OFFSET"),
+    "CUMULATE": ("DATA", "TIMECOL", "STEP", "SIZE", "OFFSET"),
+    "SESSION": ("DATA", "TIMECOL", "GAP"),
+}
+_LEGACY = {"TUMBLE": ("SIZE",), "HOP": ("SLIDE", "SIZE"), "SESSION": ("GAP",)}
+_LEGACY_PARTS = {"_START": "window_start", "_END": "window_end", "_ROWTIME": "window_time", "_PROCTIME": None}
+
+
+@dataclass
+class Window:
+    kind: str                     # TUMBLE | HOP | CUMULATE | SESSION
+    time: exp.Expression          # the time attribute column
+    size_ms: int = 0
+    slide_ms: int = 0             # HOP slide, CUMULATE step
+    offset_ms: int = 0
+    gap_ms: int = 0
+    partition: tuple = ()         # SESSION … PARTITION BY
+    node: Optional[exp.Expression] = None
+
+
+def spark_duration(ms: int) -> str:
+    return f"{ms} milliseconds"
+
+
+# --------------------------------------------------------------------------- TVF
+
+def tvf_arguments(planner, node: WindowTVF) -> dict:
+    names = _TVF_ARGS.get(node.this)
+    if names is None:
+        raise planner.error(node, f"window table function {node.this} is not supported",
+                            hint="Flink's window functions are TUMBLE, HOP, CUMULATE and SESSION")
+    args: dict = {}
+    positional = [a for a in node.expressions if not isinstance(a, exp.Kwarg)]
+    for name, value in zip(names, positional):
+        args[name] = value
+    for a in node.expressions:
+        if isinstance(a, exp.Kwarg):
+            key = a.this.name.upper()
+            if key not in names:
+                raise planner.error(a, f"{node.this} has no parameter {key} (it takes {', '.join(names)})")
+            args[key] = a.expression
+    required = [n for n in names if n != "OFFSET"]
+    missing = [n for n in required if n not in args]
+    if missing:
+        raise planner.error(node, f"{node.this} needs {', '.join(missing)}")
+    return args
+
+
+def plan_window_tvf(planner, node: WindowTVF) -> Rel:
+    """``TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), size))`` as a relation: t's columns plus
+    window_start, window_end and window_time, the window remembered for the GROUP BY
+    that follows (windows are computed by the aggregation itself)."""
+    args = tvf_arguments(planner, node)
+    data = args["DATA"]
+    if not isinstance(data, TableArg):
+        raise planner.error(node, f"the first argument of {node.this} is TABLE <name>")
+    rel = planner.relation(data.this)
+    if not rel.append_only:
+        raise planner.error(node, f"window function {node.this} needs an append-only input, but this one has updates "
+                                  "and deletes", hint="window aggregations in Flink consume insert-only streams")
+    descriptor = args["TIMECOL"]
+    if not isinstance(descriptor, Descriptor) or len(descriptor.expressions) != 1:
+        raise planner.error(node, "the time column of a window function is given as DESCRIPTOR(column)")
+    time_node = descriptor.expressions[0]
+    time_field, _ = planner.translator(rel, "DESCRIPTOR").scope.resolve_column(time_node)
+    if time_field.time != "rowtime":
+        if time_field.time == "proctime":
+            raise planner.error(time_node, "windows on processing time (PROCTIME()) are not supported yet")
+        raise planner.error(time_node, f"'{time_field.name}' is not a time attribute: declare WATERMARK FOR "
+                                       f"{time_field.name} AS … on its table")
+    window = Window(node.this, time_node, node=node)
+    if node.this in ("TUMBLE", "HOP", "CUMULATE"):
+        window.size_ms = interval_millis(planner.translator(rel, node.this), args["SIZE"])
+    if node.this == "HOP":
+        window.slide_ms = interval_millis(planner.translator(rel, node.this), args["SLIDE"])
+    if node.this == "CUMULATE":
+        window.slide_ms = interval_millis(planner.translator(rel, node.this), args["STEP"])
+    if node.this == "SESSION":
+        window.gap_ms = interval_millis(planner.translator(rel, node.this), args["GAP"])
+        window.partition = tuple(data.args.get("partition_by") or ())
+    if "OFFSET" in args:
+        window.offset_ms = interval_millis(planner.translator(rel, node.this), args["OFFSET"])
+    fields = list(rel.fields)
+    alias = node.alias or None
+    for name in WINDOW_COLUMNS:
+        fields.append(Field(name, alias, planner.fresh(), timestamp(3, nullable=False),
+                            "rowtime" if name == "window_time" else None))
+    fields = [f.requalified(alias) if alias else f for f in fields]
+    return Rel(rel.df, fields, True, steps=rel.steps, window=window,
+               window_fields={f.name: f for f in fields[-3:]})
+
+
+def groups_by_window_columns(rel: Rel, group: exp.Group) -> bool:
+    return getattr(rel, "window", None) is not None
+
+
+# --------------------------------------------------------------------------- legacy
+
+def group_window(planner, group: exp.Group) -> Optional[exp.Anonymous]:
+    """The legacy group window call in a GROUP BY (``TUMBLE(ts, INTERVAL …)``), if any."""
+    found = [g for g in group.expressions if isinstance(g, exp.Anonymous) and g.name.upper() in _LEGACY]
+    if len(found) > 1:
+        raise planner.error(found[1], "a GROUP BY can have only one window")
+    return found[0] if found else None
+
+
+def plan_group_window(planner, rel: Rel, node: exp.Select, call: exp.Anonymous) -> Rel:
+    kind = call.name.upper()
+    params = _LEGACY[kind]
+    if len(call.expressions) != 1 + len(params):
+        raise planner.error(call, f"{kind}(time_attr, {', '.join(p.lower() for p in params)}) takes "
+                                  f"{1 + len(params)} arguments")
+    time_node = call.expressions[0]
+    if not isinstance(time_node, exp.Column):
+        raise planner.error(time_node, f"the first argument of {kind} must be a time attribute column")
+    time_field, _ = planner.translator(rel, kind).scope.resolve_column(time_node)
+    if time_field.time != "rowtime":
+        raise planner.error(time_node, f"'{time_field.name}' is not an event-time attribute: declare WATERMARK FOR "
+                                       f"{time_field.name} AS … on its table"
+                            + (" (windows on PROCTIME() are not supported yet)" if time_field.time == "proctime" else ""))
+    tr = planner.translator(rel, kind)
+    window = Window(kind, time_node, node=call)
+    values = [interval_millis(tr, p) for p in call.expressions[1:]]
+    if kind == "TUMBLE":
+        window.size_ms = values[0]
+    elif kind == "HOP":
+        window.slide_ms, window.size_ms = values
+    else:
+        window.gap_ms = values[0]
+    keys = [g for g in node.args["group"].expressions if g is not call]
+    if kind == "SESSION":
+        window.partition = tuple(k for k in keys if isinstance(k, exp.Column))
+    # TUMBLE_START(ts, …) and friends in the select list read the window's columns.
+    window_fields = {name: Field(name, None, planner.fresh(), timestamp(3, nullable=False),
+                                 "rowtime" if name == "window_time" else None) for name in WINDOW_COLUMNS}
+    replacements = {}
+    for item in list(node.expressions) + ([node.args["having"]] if node.args.get("having") else []):
+        for f in item.find_all(exp.Anonymous):
+            name = f.name.upper()
+            if name.startswith(kind + "_") and name[len(kind):] in _LEGACY_PARTS:
+                part = _LEGACY_PARTS[name[len(kind):]]
+                if part is None:
+                    raise planner.error(f, f"{name} is not supported (processing-time windows are not supported yet)")
+                source = window_fields[part]
+                replacements[flink_key(f)] = Typed(f"`{source.col}`", source.type)
+    return window_aggregate(planner, rel, node, window, keys, window_fields, replacements)
+
+
+def plan_window_aggregate(planner, rel: Rel, node: exp.Select) -> Rel:
+    """GROUP BY window_start, window_end [, keys] over a window TVF."""
+    window: Window = rel.window
+    group = node.args["group"].expressions
+    names = {}
+    keys = []
+    for g in group:
+        if isinstance(g, exp.Column):
+            found, _ = planner.translator(rel, "GROUP BY").scope.resolve_column(g)
+            if found.name.lower() in WINDOW_COLUMNS and found in rel.window_fields.values():
+                names[found.name.lower()] = g
+                continue
+        keys.append(g)
+    if "window_start" not in names or "window_end" not in names:
+        raise planner.error(node.args["group"], "a window aggregation groups by window_start and window_end",
+                            hint="GROUP BY window_start, window_end[, other keys]")
+    return window_aggregate(planner, rel, node, window, keys, rel.window_fields, {})
+
+
+def window_aggregate(planner, rel: Rel, node: exp.Select, window: Window, keys: list, window_fields: dict,
+                     replacements: dict) -> Rel:
+    """Spark's windowed aggregation with watermark: append-only, one row per window.
+    ``replacements`` (TUMBLE_START(…) → its window column) apply after the aggregation."""
+    from pyspark.sql import functions as F
+
+    from job.plan import native
+
+    if not rel.append_only:
+        raise planner.error(node, "a window aggregation needs an append-only input, but this query's input has "
+                                  "updates and deletes")
+    tr = planner.translator(rel, "GROUP BY")
+    time_field, _ = tr.scope.resolve_column(window.time)
+    key_values = [tr.expr(k) for k in keys]
+    group_cols, key_cols = [], []
+    for k, v in zip(keys, key_values):
+        col = planner.fresh()
+        group_cols.append(F.expr(v.sql).alias(col))
+        key_cols.append(col)
+    wcol = planner.fresh("_w")
+    time_col = F.col(time_field.col)
+    if window.kind == "TUMBLE":
+        spark_window = F.window(time_col, spark_duration(window.size_ms), startTime=spark_duration(window.offset_ms))
+    elif window.kind == "HOP":
+        spark_window = F.window(time_col, spark_duration(window.size_ms), spark_duration(window.slide_ms),
+                                startTime=spark_duration(window.offset_ms))
+    elif window.kind == "SESSION":
+        spark_window = F.session_window(time_col, spark_duration(window.gap_ms))
+    else:
+        raise planner.error(window.node, f"{window.kind} windows are not supported yet")
+    aggs, agg_fields, agg_replacements = native.aggregate_columns(planner, rel, node)
+    df = rel.df.groupBy(spark_window.alias(wcol), *group_cols).agg(*aggs) if aggs else \
+        rel.df.groupBy(spark_window.alias(wcol), *group_cols).agg(F.count(F.lit(1)).alias("__n"))
+    out_fields, selected = [], []
+    replaced = dict(replacements)
+    for name, source in window_fields.items():
+        if name == "window_start":
+            value = F.col(f"{wcol}.start")
+        elif name == "window_end":
+            value = F.col(f"{wcol}.end")
+        else:
+            value = F.col(f"{wcol}.end") - F.expr("INTERVAL 1 MILLISECOND")
+        selected.append(value.alias(source.col))
+        out_fields.append(source)
+        replaced[flink_key(exp.column(name))] = Typed(f"`{source.col}`", source.type)
+    for k, v, col in zip(keys, key_values, key_cols):
+        if isinstance(k, exp.Column):
+            found, _ = tr.scope.resolve_column(k)
+            out_fields.append(Field(found.name, found.qualifier, col, v.type))
+        else:
+            out_fields.append(Field(f"EXPR${len(out_fields)}", None, col, v.type))
+        selected.append(F.col(col))
+        replaced[flink_key(k)] = Typed(f"`{col}`", v.type)
+    for field in agg_fields:
+        selected.append(F.col(field.col))
+        out_fields.append(field)
+    replaced.update(agg_replacements)
+    agg_rel = Rel(df.select(*selected), out_fields, True,
+                  steps=rel.steps + [f"{window.kind.lower()} window aggregation on {planner.current.flink_sql(window.time)}"
+                                     " [Spark's windowed aggregation; a window is emitted once the watermark passes "
+                                     "its end]"])
+    if node.args.get("having"):
+        agg_rel = planner.filter(agg_rel, node.args["having"].this, "HAVING", replaced)
+    return planner.project(agg_rel, node.expressions, replaced)

@@ -1,0 +1,70 @@
+"""A CREATE TABLE's computed columns and time attributes, through the Flink front end.
+
+``ts AS TO_TIMESTAMP(ts_text)`` and ``proc AS PROCTIME()`` are Flink expressions over
+the table's physical and metadata columns: they are translated like any other
+expression (:func:`computed_column`), and their Flink type becomes the column's type.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Optional
+
+from sqlglot import exp
+
+from job.errors import Origin
+from job.sql.flink.query import parse_query
+from job.sql.flink.translate import Scope, Settings, Translator, Typed
+from job.sql.types import LogicalType, logical_type, timestamp
+
+
+class _TableScope(Scope):
+    def __init__(self, table) -> None:
+        self.table = table
+
+    def column(self, node: exp.Column) -> Typed:
+        col = self.table.column(node.name)
+        if col is None or col.kind == "computed":
+            what = "another computed column" if col is not None else "not a column of the table"
+            raise PipelineError_(node, f"'{node.name}' in a computed column of '{self.table.name}' is {what}")
+        return Typed(f"`{col.name}`", logical_type(col.flink_type))
+
+
+class PipelineError_(Exception):
+    def __init__(self, node, message):
+        super().__init__(message)
+        self.node = node
+        self.message = message
+
+
+def is_proctime(column) -> bool:
+    """``name AS PROCTIME()``: Flink's processing-time attribute."""
+    text = (column.expression or "").strip().rstrip(";").upper().replace(" ", "")
+    return column.kind == "computed" and text == "PROCTIME()"
+
+
+def computed_column(table, column, settings: Optional[Settings] = None) -> Typed:
+    """Spark SQL computing a computed column, and its Flink type."""
+    return _computed(table, column.name, settings or Settings())
+
+
+@lru_cache(maxsize=512)
+def _computed(table, name: str, settings: Settings) -> Typed:
+    column = table.column(name)
+    if is_proctime(column):
+        # The time the micro-batch runs: Flink's processing time, a TIMESTAMP_LTZ(3).
+        return Typed("current_timestamp()", timestamp(3, ltz=True, nullable=False))
+    origin = table.source.origin if table.source else Origin("<table>")
+    text = f"SELECT {column.expression} FROM t"
+    query = parse_query(text, origin, table.source.text if table.source else None)
+    item = query.tree.expressions[0]
+    try:
+        return Translator(query, _TableScope(table), settings).expr(item)
+    except PipelineError_ as err:
+        raise query.error(err.node, err.message) from None
+
+
+def column_type(table, column, settings: Optional[Settings] = None) -> LogicalType:
+    """The Flink type of any column of a CREATE TABLE."""
+    if column.kind == "computed":
+        return computed_column(table, column, settings).type
+    return logical_type(column.flink_type)
