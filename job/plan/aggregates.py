@@ -38,9 +38,12 @@ class AggCall:
 def aggregate_calls(node: exp.Expression):
     """Aggregate calls in an expression, each with its FILTER (WHERE …) clause if it has
     one; calls inside an OVER window are not this query's aggregates."""
+    home = node if isinstance(node, exp.Select) else node.find_ancestor(exp.Select)
     for call in node.find_all(exp.Anonymous):
         if not is_aggregate(call) or call.find_ancestor(exp.Window) is not None:
             continue
+        if call.find_ancestor(exp.Select) is not home:
+            continue  # an aggregate of a subquery, not of this query
         parent = call.parent
         yield parent if isinstance(parent, exp.Filter) and parent.this is call else call
 

@@ -111,8 +111,9 @@ def regular_join(planner, left: Rel, right: Rel, node: exp.Join) -> Rel:
     key_types = []
     for (a, b), lv, rv in zip(pairs, lvals, rvals):
         if not rules.comparable(lv.type, rv.type):
-            raise planner.error(a, f"cannot join {lv.type} with {rv.type}",
-                                hint="Flink does not convert between these types implicitly: CAST one side")
+            raise planner.error(a, f"implicit type conversion between {lv.type.summary(False)} and "
+                                   f"{rv.type.summary(False)} is not supported on a join's condition",
+                                hint="CAST one side, e.g. CAST(… AS " + rv.type.summary(False) + ")")
         common = rules.least_restrictive([lv.type, rv.type])
         key_types.append(common.nullable_as(True))
 

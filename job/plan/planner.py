@@ -134,6 +134,8 @@ class Planner:
                              hint="filter the ranked rows in an outer query: SELECT … FROM (SELECT …, ROW_NUMBER() "
                                   "OVER (…) AS rn FROM t) WHERE rn <= N")
         group = node.args.get("group")
+        if group is not None and group.args.get("all"):
+            raise self.error(group, "GROUP BY ALL is not Flink SQL", hint="name the group columns")
         if group is not None and any(group.args.get(k) for k in ("grouping_sets", "cube", "rollup", "totals")):
             raise self.error(group, "GROUPING SETS, ROLLUP and CUBE are not supported yet",
                              hint="write one INSERT per grouping")

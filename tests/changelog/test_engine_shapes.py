@@ -23,7 +23,10 @@ SHAPES = [
           (("k", S), ("n", B), ("s", B)), "k", ("users",)),
     Query("exprgroup", "SELECT UPPER(accountId) AS acc, AVG(score) AS a, COUNT(score) AS cs, MIN(uid) AS lo, "
           "COUNT(*) FILTER (WHERE score > 5) AS big FROM {users} GROUP BY UPPER(accountId)",
-          (("acc", S), ("a", D), ("cs", B), ("lo", S), ("big", B)), "acc", ("users",)),
+          (("acc", S), ("a", D), ("cs", B), ("lo", S), ("big", B)), "acc", ("users",),
+          # Flink's AVG of an INT column is an INT (the sum divided by the count, truncated)
+          "SELECT UPPER(accountId) AS acc, CAST(AVG(score) AS INT) AS a, COUNT(score) AS cs, MIN(uid) AS lo, "
+          "COUNT(*) FILTER (WHERE score > 5) AS big FROM {users} GROUP BY UPPER(accountId)"),
     Query("distinct", "SELECT DISTINCT accountId FROM {users} WHERE score > 3", (("accountId", S),),
           "accountId", ("users",)),
     Query("subq", "SELECT t.accountId, t.n * 2 AS n2 FROM (SELECT accountId, COUNT(*) AS n FROM {users} "
@@ -36,7 +39,7 @@ SHAPES = [
     Query("semi", "SELECT u.uid, u.accountId FROM {users} u JOIN (SELECT DISTINCT accountId FROM {accounts}) s "
           "ON u.accountId = s.accountId", (("uid", S), ("accountId", S)), "uid", ("users", "accounts")),
     Query("havalias", "SELECT a.plan, COUNT(*) AS n FROM {users} u JOIN {accounts} a ON u.accountId = a.accountId "
-          "GROUP BY a.plan HAVING n > 1", (("plan", S), ("n", B)), "plan", ("users", "accounts")),
+          "GROUP BY a.plan HAVING COUNT(*) > 1", (("plan", S), ("n", B)), "plan", ("users", "accounts")),
     Query("joincond", "SELECT u.uid, c.color, CASE WHEN u.score > 5 THEN 'hi' ELSE 'lo' END AS lvl FROM {users} u "
           "LEFT JOIN {colors} c ON u.uid = c.userUid AND c.color <> 'red'",
           (("uid", S), ("color", S), ("lvl", S)), "uid", ("users", "colors")),
