@@ -337,8 +337,8 @@ _COMPARE = {exp.EQ: "=", exp.NEQ: "<>", exp.GT: ">", exp.GTE: ">=", exp.LT: "<",
 
 def comparison(tr: Translator, op: str, a: Typed, b: Typed, node) -> Typed:
     if not rules.comparable(a.type, b.type):
-        tr.refuse(node, f"cannot compare {a.type} with {b.type}",
-                  hint="Flink does not convert between these types implicitly: CAST one side")
+        tr.refuse(node, f"implicit type conversion between {a.type.summary(False)} and {b.type.summary(False)} "
+                        "is not supported", hint="CAST one side to the other's type")
     a, b = comparable_pair(tr, a, b, node)
     nullable = op != "<=>" and rules.any_nullable(a.type, b.type)
     return Typed(f"({a.sql} {op} {b.sql})", BOOLEAN_TYPE.nullable_as(nullable))
