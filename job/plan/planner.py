@@ -51,6 +51,13 @@ class Planner:
         self._queries: list[Query] = []     # the query (or view) being planned, innermost last
         self._root: Optional[Query] = None
         self._ctes: list[dict] = []
+        # The longest event-time span an operator waits for (window size, session gap,
+        # interval bound): what the end of a bounded input must advance time by. None:
+        # the query has no event-time operator.
+        self.event_time_span_ms: Optional[int] = None
+
+    def waits_for(self, span_ms: int) -> None:
+        self.event_time_span_ms = max(self.event_time_span_ms or 0, span_ms)
 
     # ------------------------------------------------------------------ helpers
     @property

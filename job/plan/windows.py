@@ -204,6 +204,7 @@ def window_aggregate(planner, rel: Rel, node: exp.Select, window: Window, keys: 
     if not rel.append_only:
         raise planner.error(node, "a window aggregation needs an append-only input, but this query's input has "
                                   "updates and deletes")
+    planner.waits_for(max(window.size_ms, window.gap_ms))
     tr = planner.translator(rel, "GROUP BY")
     time_field, _ = tr.scope.resolve_column(window.time)
     key_values = [tr.expr(k) for k in keys]

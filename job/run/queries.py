@@ -18,6 +18,7 @@ from job.connectors.registry import describe, validate_options
 from job.errors import EXIT_BAD_RECORD, EXIT_OTHER, EXIT_UNREACHABLE, PipelineError
 from job.run.metrics import instrument_sink
 from job.run.analyze import check_streaming, spark_error
+from job.run.end_of_input import EndOfInput
 from job.run.program import Program, trigger_interval_ms
 from job.run.sources import BAD_RECORD_MARKER, OpenedSources, open_source
 
@@ -38,6 +39,7 @@ class QueryPlan:
     writer: object = None
     dead_letters: list = field(default_factory=list)   # (query name, writer)
     observed: list = field(default_factory=list)
+    end_of_input: object = None        # job.run.end_of_input.EndOfInput for queries with event-time state
 
 
 def query_name(program: Program, index: int, table: str) -> str:
@@ -69,9 +71,11 @@ def plan_insert(spark, program: Program, index: int, *, once: bool, checkpoint_d
     name = query_name(program, index, insert.table)
     checkpoint = str(Path(checkpoint_dir) / name)
     opened = OpenedSources()
+    end_of_input = EndOfInput()
 
     def open_(t):
-        return open_source(spark, t, once=once, offline=offline, opened=opened, checkpoint=checkpoint)
+        return open_source(spark, t, once=once, offline=offline, opened=opened, checkpoint=checkpoint,
+                           end_of_input=end_of_input)
 
     planner = Planner(spark, program.catalog, open_, Settings.from_conf(program.conf), buckets)
     rel = planner.plan(insert.parsed)
@@ -85,6 +89,9 @@ def plan_insert(spark, program: Program, index: int, *, once: bool, checkpoint_d
                         insert.source.text if insert.source else None, f"the query of INSERT INTO {insert.table}")
     plan = QueryPlan(name, index, table.name, engine, sink_plan.mode, checkpoint, steps, sink_plan.writer,
                      observed=opened.observed)
+    if planner.event_time_span_ms is not None and end_of_input.tables:
+        end_of_input.span_ms = planner.event_time_span_ms
+        plan.end_of_input = end_of_input
     for j, (dl_table_name, letters) in enumerate(opened.dead_letters):
         plan.dead_letters.append(dead_letter_writer(spark, program, dl_table_name, letters, f"{checkpoint}-dead-letter-{j}",
                                                        offline))

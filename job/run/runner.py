@@ -350,6 +350,14 @@ def execute(spark, program, plans, options: RunOptions, err) -> int:
             started += queries
             started_names += [q.name for q in queries]
             supervise(queries, stop, options.stop_timeout, sink_keys, watchdog=watchdog, restarter=restarter)
+            if options.once and not stop.requested:
+                from job.run.end_of_input import close_windows
+
+                # The end of a bounded input: event time moves past every open window.
+                closing = close_windows(wave, queries)
+                if closing:
+                    started += closing
+                    supervise(closing, stop, options.stop_timeout, sink_keys, watchdog=watchdog, restarter=restarter)
         status = "stopped" if stop.requested else "ok"
     finally:
         from job.run.metrics import STOP_GATE

@@ -33,7 +33,8 @@ def policy_of(options) -> str:
 
 
 def open_source(spark, table, *, once: bool, offline: bool = False,
-                opened: Optional[OpenedSources] = None, checkpoint: Optional[str] = None) -> SourceStream:
+                opened: Optional[OpenedSources] = None, checkpoint: Optional[str] = None,
+                end_of_input=None) -> SourceStream:
     from pyspark.sql import functions as F
 
     connector, options = validate_options(table, "source")
@@ -72,7 +73,12 @@ def open_source(spark, table, *, once: bool, offline: bool = False,
         df = df.filter(F.col("__kind").isNotNull())
     df = df.drop("__error", "__raw", "__position")
     if table.watermark is not None and stream.mode == APPEND:
-        df = df.withWatermark(table.watermark.column, table.watermark.delay)
+        from job.connectors.registry import parse_duration_ms
+        from job.run.end_of_input import with_marker
+
+        # With the end-of-input marker stream (job.run.end_of_input): --once closes every window.
+        df = with_marker(spark, df, table, None if offline else checkpoint,
+                         parse_duration_ms(table.watermark.delay) or 0, end_of_input)
     return SourceStream(df, stream.mode, stream.bounded)
 
 

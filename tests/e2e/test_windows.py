@@ -1,7 +1,9 @@
-"""Event-time windows over an append-only table run on Spark's native operators and emit
-each window once, when the watermark passes its end — Flink's TUMBLE semantics."""
+"""Event-time windows over an append-only table: each window is emitted once, when the
+watermark passes its end, and the end of a bounded input (``--once``) closes every
+window, as Flink's bounded sources do."""
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
@@ -10,31 +12,59 @@ from job.run.runner import RunOptions, run
 
 pytestmark = pytest.mark.slow
 
+LEGACY = """INSERT INTO counts
+            SELECT user_id, TUMBLE_START(ts, INTERVAL '1' MINUTE), COUNT(*)
+            FROM clicks GROUP BY user_id, TUMBLE(ts, INTERVAL '1' MINUTE)"""
+TVF = """INSERT INTO counts
+         SELECT user_id, window_start, COUNT(*)
+         FROM TABLE(TUMBLE(TABLE clicks, DESCRIPTOR(ts), INTERVAL '1' MINUTES))
+         GROUP BY window_start, window_end, user_id"""
+EVENTS = [("u1", "2024-01-01 10:00:10"), ("u1", "2024-01-01 10:00:50"), ("u2", "2024-01-01 10:00:20"),
+          ("u1", "2024-01-01 10:01:05"), ("u1", "2024-01-01 10:03:00")]
 
-FLINK = """INSERT INTO counts
-           SELECT user_id, TUMBLE_START(ts, INTERVAL '1' MINUTE), COUNT(*)
-           FROM clicks GROUP BY user_id, TUMBLE(ts, INTERVAL '1' MINUTE)"""
-SPARK = """INSERT INTO counts
-           SELECT user_id, window.start, COUNT(*)
-           FROM clicks GROUP BY user_id, window(ts, '1 minute')"""
 
-
-@pytest.mark.parametrize("insert", [FLINK, SPARK], ids=["flink-tumble", "spark-window"])
-def test_tumble_window_with_watermark_appends_closed_windows(spark, tmp_path, insert):
+def statements(tmp_path, insert):
     src, out = tmp_path / "clicks", tmp_path / "counts"
-    src.mkdir()
-    events = [("u1", "2024-01-01 10:00:10"), ("u1", "2024-01-01 10:00:50"), ("u2", "2024-01-01 10:00:20"),
-              ("u1", "2024-01-01 10:01:05"), ("u1", "2024-01-01 10:03:00")]
-    (src / "part-0.json").write_text("".join(json.dumps({"user_id": u, "ts": t}) + "\n" for u, t in events))
-    statements = [
+    src.mkdir(exist_ok=True)
+    return [
         f"""CREATE TABLE clicks (user_id STRING, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
             WITH ('connector' = 'filesystem', 'path' = '{src}', 'format' = 'json')""",
         f"""CREATE TABLE counts (user_id STRING, window_start TIMESTAMP(3), clicks BIGINT)
             WITH ('connector' = 'filesystem', 'path' = '{out}', 'format' = 'json')""",
         insert,
     ]
-    assert run(RunOptions(statements=statements, once=True, checkpoint_dir=str(tmp_path / "ck"), explain=True)) == 0
-    rows = sorted((r.user_id, r.window_start.strftime("%H:%M"), r.clicks)
-                  for r in spark.read.schema("user_id string, window_start timestamp, clicks long").json(str(out)).collect())
-    # the 10:03 window is still open: the watermark (10:02:55) has not passed its end
-    assert rows == [("u1", "10:00", 2), ("u1", "10:01", 1), ("u2", "10:00", 1)]
+
+
+def write(tmp_path, name, events):
+    (tmp_path / "clicks" / name).write_text("".join(json.dumps({"user_id": u, "ts": t}) + "\n" for u, t in events))
+
+
+def written(spark, tmp_path):
+    return sorted((r.user_id, r.window_start.strftime("%H:%M"), r.clicks) for r in spark.read.schema(
+        "user_id string, window_start timestamp, clicks long").json(str(tmp_path / "counts")).collect())
+
+
+@pytest.mark.parametrize("insert", [LEGACY, TVF], ids=["group-window", "window-tvf"])
+def test_once_closes_every_window_at_the_end_of_the_input(spark, tmp_path, insert):
+    sql = statements(tmp_path, insert)
+    write(tmp_path, "part-0.json", EVENTS)
+    assert run(RunOptions(statements=sql, once=True, checkpoint_dir=str(tmp_path / "ck"))) == 0
+    # The 10:03 window closes too: the input ended (Flink's watermark goes to the end).
+    assert written(spark, tmp_path) == [("u1", "10:00", 2), ("u1", "10:01", 1), ("u1", "10:03", 1),
+                                        ("u2", "10:00", 1)]
+
+    # A later run continues from the checkpoint: new windows are counted and emitted
+    # once; rows older than the event time already closed are late and dropped.
+    write(tmp_path, "part-1.json", [("u2", "2024-01-01 10:20:00"), ("u1", "2024-01-01 10:00:30")])
+    assert run(RunOptions(statements=sql, once=True, checkpoint_dir=str(tmp_path / "ck"))) == 0
+    assert written(spark, tmp_path) == [("u1", "10:00", 2), ("u1", "10:01", 1), ("u1", "10:03", 1),
+                                        ("u2", "10:00", 1), ("u2", "10:20", 1)]
+
+
+def test_sparks_window_function_is_not_flink_sql(tmp_path):
+    err = io.StringIO()
+    code = run(RunOptions(statements=statements(tmp_path, """INSERT INTO counts
+        SELECT user_id, window.start, COUNT(*) FROM clicks GROUP BY user_id, window(ts, '1 minute')"""),
+        dry_run=True), out=io.StringIO(), err=err)
+    assert code == 2, err.getvalue()
+    assert "SQL parse failed" in err.getvalue() or "not a Flink function" in err.getvalue(), err.getvalue()
