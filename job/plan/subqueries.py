@@ -1,16 +1,151 @@
-"""WHERE with subqueries: ``x IN (SELECT …)``, ``EXISTS (SELECT …)`` and their negations
-become joins, as Flink rewrites them."""
+"""Subqueries in WHERE become joins, as Flink rewrites them (its "semi" and "anti" joins):
+
+* ``x IN (SELECT k FROM …)`` and ``EXISTS (SELECT … WHERE inner.k = outer.x …)`` keep the
+  rows that have a match: a join with the subquery's DISTINCT keys;
+* ``NOT EXISTS (…)`` keeps the rows without one: a LEFT join with the distinct keys and a
+  marker column, then ``marker IS NULL``; ``x NOT IN (SELECT k …)`` is the same when
+  neither x nor k can be NULL (NULLs make NOT IN unknown, which needs Flink's null-aware
+  anti join: refused by name for now).
+
+Every join keeps its state and retracts as the subquery's rows come and go, so the
+result stays Flink's under updates to either side.
+"""
 from __future__ import annotations
+
+from typing import Optional
 
 from sqlglot import exp
 
-from job.plan.relation import Rel, conjuncts
+from job.plan.relation import Field, Rel, conjuncts
+
+
+def _subquery_of(cond: exp.Expression) -> Optional[tuple[str, exp.Expression, list]]:
+    """(kind, select, outer values) for a conjunct that is a subquery predicate."""
+    negated = False
+    node = cond
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.Not):
+        negated, node = True, node.this
+        while isinstance(node, exp.Paren):
+            node = node.this
+    if isinstance(node, exp.Exists):
+        return ("not exists" if negated else "exists"), node.this, []
+    if isinstance(node, exp.In) and node.args.get("query") is not None:
+        query = node.args["query"]
+        query = query.this if isinstance(query, exp.Subquery) else query
+        values = list(node.this.expressions) if isinstance(node.this, exp.Tuple) else [node.this]
+        return ("not in" if negated else "in"), query, values
+    return None
 
 
 def plan_where(planner, rel: Rel, condition: exp.Expression) -> Rel:
+    plain = []
     for cond in conjuncts(condition):
-        if any(True for _ in cond.find_all(exp.Subquery, exp.Exists)) or (
-                isinstance(cond, exp.In) and cond.args.get("query") is not None):
-            raise planner.error(cond, "subqueries in WHERE are not supported yet",
-                                hint="write it as a JOIN")
-    return planner.filter(rel, condition, "WHERE")
+        found = _subquery_of(cond)
+        if found is None:
+            for sub in cond.find_all(exp.Subquery, exp.Exists, exp.Select):
+                raise planner.error(sub, "a subquery here is not supported yet",
+                                    hint="IN / EXISTS subqueries are supported as conditions of WHERE joined by AND; "
+                                         "write other uses as a JOIN")
+            plain.append(cond)
+            continue
+        kind, select, values = found
+        rel = semi_join(planner, rel, cond, kind, select, values)
+    for cond in plain:
+        rel = planner.filter(rel, cond, "WHERE")
+    return rel
+
+
+def semi_join(planner, outer: Rel, cond: exp.Expression, kind: str, select: exp.Expression, values: list) -> Rel:
+    from job.plan import joins
+
+    if not isinstance(select, exp.Select) or select.args.get("group") is not None \
+            or select.args.get("having") is not None or select.args.get("limit") is not None:
+        inner = planner.query(select)
+        inner_keys = [exp.column(f.name, f.qualifier) for f in inner.fields]
+        correlated: list[tuple[exp.Expression, exp.Expression]] = []
+        if kind in ("in", "not in"):
+            if len(inner.fields) != len(values):
+                raise planner.error(cond, f"IN compares {len(values)} value(s) with a subquery of "
+                                          f"{len(inner.fields)} column(s)")
+            correlated = list(zip(values, inner_keys))
+        elif any(True for _ in select.find_all(exp.Column) if not _resolves(planner, inner, _)):
+            raise planner.error(cond, "a correlated subquery with GROUP BY, HAVING or LIMIT is not supported yet")
+    else:
+        inner, correlated = _correlated(planner, outer, select, cond)
+        if kind in ("in", "not in"):
+            items = planner.expand(inner, select.expressions)
+            if len(items) != len(values):
+                raise planner.error(cond, f"IN compares {len(values)} value(s) with a subquery of {len(items)} "
+                                          "column(s)")
+            correlated += list(zip(values, [expression if expression is not None else
+                                             exp.column(field.name, field.qualifier)
+                                             for _name, expression, field in items]))
+    if not correlated:
+        raise planner.error(cond, "an EXISTS subquery needs an equality with the outer query (inner.k = outer.x)",
+                            hint="an uncorrelated EXISTS is true or false for every row at once: not supported yet")
+    if kind == "not in":
+        nullable = [v for v, k in correlated
+                    if planner.expr(outer, v, "NOT IN").type.nullable or planner.expr(inner, k, "NOT IN").type.nullable]
+        if nullable:
+            raise planner.error(cond, "NOT IN (subquery) over values that can be NULL is not supported yet",
+                                hint="NULLs make NOT IN unknown; write NOT EXISTS (… WHERE inner.k = outer.x), "
+                                     "or declare the columns NOT NULL")
+    # The subquery's distinct keys (and a marker for the anti joins), under a fresh alias.
+    alias = planner.fresh("__sq")
+    items = [exp.alias_(k.copy(), f"__k{i}") for i, (_v, k) in enumerate(correlated)]
+    if kind in ("not exists", "not in"):
+        items.append(exp.alias_(exp.Boolean(this=True), "__matched"))
+    keys = planner.project(inner, items, where="the subquery")
+    keys = planner.distinct(keys)
+    keys = planner.requalify(keys, alias)
+    on = None
+    for i, (value, _k) in enumerate(correlated):
+        eq = exp.EQ(this=value.copy(), expression=exp.column(f"__k{i}", alias))
+        on = eq if on is None else exp.and_(on, eq)
+    outer_fields = list(outer.fields)
+    if kind in ("exists", "in"):
+        joined = joins.regular_join(planner, outer, keys, exp.Join(this=exp.to_identifier(alias), on=on))
+        joined = planner.settle(joined)
+    else:
+        joined = joins.regular_join(planner, outer, keys, exp.Join(this=exp.to_identifier(alias), on=on,
+                                                                    side="LEFT"))
+        joined = planner.filter(joined, exp.Is(this=exp.column("__matched", alias), expression=exp.Null()),
+                                "the NOT EXISTS")
+    joined.fields = outer_fields
+    joined.steps = joined.steps[:-1] + [f"{kind} subquery as a {'semi' if kind in ('exists', 'in') else 'anti'} "
+                                        f"join: {planner.current.flink_sql(cond)}"] + joined.steps[-1:]
+    return joined
+
+
+def _resolves(planner, rel: Rel, column: exp.Column) -> bool:
+    return rel.refers_only_to(column)
+
+
+def _correlated(planner, outer: Rel, select: exp.Select, cond) -> tuple[Rel, list]:
+    """The subquery's FROM with its own conditions applied, and its correlation
+    equalities (outer value, inner value)."""
+    from_ = select.args.get("from_") or select.args.get("from")
+    if from_ is None:
+        raise planner.error(select, "a subquery needs a FROM clause")
+    inner = planner.from_clause(from_.this, select.args.get("joins") or [])
+    correlated, local = [], []
+    where = select.args.get("where")
+    for c in conjuncts(where.this if where is not None else None):
+        if inner.refers_only_to(c):
+            local.append(c)
+            continue
+        if isinstance(c, exp.EQ):
+            a, b = c.this, c.expression
+            if inner.refers_only_to(a) and outer.refers_only_to(b) and not inner.refers_only_to(b):
+                correlated.append((b, a))
+                continue
+            if inner.refers_only_to(b) and outer.refers_only_to(a) and not inner.refers_only_to(a):
+                correlated.append((a, b))
+                continue
+        raise planner.error(c, "in a correlated subquery only equalities between the inner and the outer query "
+                               "are supported yet")
+    for c in local:
+        inner = planner.filter(inner, c, "the subquery's WHERE")
+    return inner, correlated

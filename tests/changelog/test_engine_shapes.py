@@ -52,6 +52,12 @@ SHAPES = [
           (("uid", S), ("accountId", S), ("score", I), ("color", S)), "uid", ("users", "colors")),
     Query("union", "SELECT uid AS k, accountId AS v FROM {users} UNION ALL "
           "SELECT CONCAT('c', userUid) AS k, color AS v FROM {colors}", (("k", S), ("v", S)), "k", ("users", "colors")),
+    # Subqueries in WHERE (semi and anti joins, as Flink plans them), under updates to both sides.
+    Query("insub", "SELECT uid, accountId FROM {users} WHERE uid IN (SELECT userUid FROM {colors} WHERE color <> 'red')",
+          (("uid", S), ("accountId", S)), "uid", ("users", "colors")),
+    Query("notexists", "SELECT u.uid, u.score FROM {users} u WHERE NOT EXISTS "
+          "(SELECT 1 FROM {colors} c WHERE c.userUid = u.uid AND c.color = 'teal') AND u.score > 2",
+          (("uid", S), ("score", I)), "uid", ("users", "colors")),
 ]
 GROUPS = {"aggregates": SHAPES[:6], "joins": SHAPES[6:10], "joins2": SHAPES[10:]}
 
