@@ -108,16 +108,19 @@ class Planner:
         with_ = node.args.get("with_") or node.args.get("with")
         self._ctes.append({cte.alias.lower(): cte.this for cte in (with_.expressions if with_ else [])})
         try:
-            topn = ranking.match_topn(self, node)
-            if topn is not None:
-                return topn
             from_ = node.args.get("from_") or node.args.get("from")
             if from_ is None:
                 return self.values_select(node)
-            rel = self.from_clause(from_.this, node.args.get("joins") or [])
-            where = node.args.get("where")
-            if where is not None:
-                rel = subqueries.plan_where(self, rel, where.this)
+            topn = ranking.plan_topn_source(self, node)
+            if topn is not None:  # FROM (SELECT …, ROW_NUMBER() OVER (…) AS rn …) WHERE rn <= N
+                rel, rest = topn
+                for cond in rest:
+                    rel = subqueries.plan_where(self, rel, cond)
+            else:
+                rel = self.from_clause(from_.this, node.args.get("joins") or [])
+                where = node.args.get("where")
+                if where is not None:
+                    rel = subqueries.plan_where(self, rel, where.this)
             if aggregates.is_aggregating(node):
                 rel = aggregates.plan_aggregate(self, rel, node)
             elif any(isinstance(w, exp.Window) for item in node.expressions for w in item.find_all(exp.Window)):

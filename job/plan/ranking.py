@@ -1,17 +1,199 @@
-"""Top-N (ROW_NUMBER / RANK / DENSE_RANK … WHERE rn <= N), deduplication, and
-ORDER BY … LIMIT."""
+"""Top-N, deduplication, and ORDER BY … LIMIT, as Flink plans them.
+
+Flink's Top-N is a pattern, not a clause: a subquery computes ``ROW_NUMBER()`` (or
+``RANK()``, ``DENSE_RANK()``) ``OVER (PARTITION BY … ORDER BY …)`` and the outer query
+keeps a range of ranks (``WHERE rn <= N``). The rows in the range change as rows arrive
+and leave; the result is an updating table (+I/-U/+U/-D). With ``ROW_NUMBER``, ``rn = 1``
+and a time attribute as the only order key it is Flink's deduplication: keeping the
+first row per key by processing time emits each key's row once (an append-only result),
+any other order may replace it.
+"""
 from __future__ import annotations
+
+from typing import Optional
 
 from sqlglot import exp
 
-from job.plan.relation import Rel
+from job.plan import engine
+from job.plan.relation import NET, SIGN, Field, Rel, conjuncts
+from job.sql.types import BIGINT_TYPE
+
+RANKING = {"ROW_NUMBER": "row_number", "RANK": "rank", "DENSE_RANK": "dense_rank"}
+TOPN_HINT = ("Flink's Top-N: SELECT … FROM (SELECT …, ROW_NUMBER() OVER (PARTITION BY k ORDER BY c DESC) AS rn "
+             "FROM t) WHERE rn <= N")
 
 
-def match_topn(planner, node: exp.Select):
-    """A Top-N or deduplication query, planned; None if ``node`` is not one."""
+def _rank_item(select: exp.Select):
+    found = []
+    for position, item in enumerate(select.expressions):
+        inner = item.this if isinstance(item, exp.Alias) else item
+        if isinstance(inner, exp.Window) and isinstance(inner.this, exp.Anonymous) \
+                and inner.this.name.upper() in RANKING:
+            found.append((position, item, inner))
+    return found
+
+
+def _int_literal(node) -> Optional[int]:
+    if isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit():
+        return int(node.this)
     return None
 
 
+def rank_range(node: Optional[exp.Expression], is_rank) -> tuple[Optional[int], Optional[int], list]:
+    """(lower, upper, other conditions) of a WHERE over the rank column."""
+    lower, upper, rest = 1, None, []
+    flip = {exp.LT: exp.GT, exp.LTE: exp.GTE, exp.GT: exp.LT, exp.GTE: exp.LTE, exp.EQ: exp.EQ}
+    for cond in conjuncts(node):
+        op, a, b = type(cond), getattr(cond, "this", None), getattr(cond, "expression", None)
+        if isinstance(cond, exp.Between) and is_rank(cond.this):
+            lo, hi = _int_literal(cond.args["low"]), _int_literal(cond.args["high"])
+            if lo is not None and hi is not None:
+                lower, upper = max(lower, lo), hi if upper is None else min(upper, hi)
+                continue
+        if op in flip and b is not None and is_rank(b) and _int_literal(a) is not None:
+            op, a, b = flip[op], b, a
+        if op in flip and a is not None and is_rank(a) and _int_literal(b) is not None:
+            n = _int_literal(b)
+            if op is exp.LTE:
+                upper = n if upper is None else min(upper, n)
+            elif op is exp.LT:
+                upper = n - 1 if upper is None else min(upper, n - 1)
+            elif op is exp.EQ:
+                lower, upper = max(lower, n), n if upper is None else min(upper, n)
+            elif op is exp.GTE:
+                lower = max(lower, n)
+            else:
+                lower = max(lower, n + 1)
+            continue
+        rest.append(cond)
+    return lower, upper, rest
+
+
+def plan_topn_source(planner, node: exp.Select):
+    """For ``SELECT … FROM (SELECT …, ROW_NUMBER() OVER (…) AS rn …) [alias] WHERE rn <= N``:
+    (the Top-N relation, the outer WHERE's other conditions); None for other queries."""
+    from_ = node.args.get("from_") or node.args.get("from")
+    if from_ is None or node.args.get("joins") or not isinstance(from_.this, exp.Subquery):
+        return None
+    subquery = from_.this
+    inner = subquery.this
+    if not isinstance(inner, exp.Select):
+        return None
+    found = _rank_item(inner)
+    if not found:
+        return None
+    if len(found) > 1:
+        raise planner.error(found[1][2], "a Top-N query ranks by one ranking function", hint=TOPN_HINT)
+    position, item, window = found[0]
+    if not isinstance(item, exp.Alias):
+        raise planner.error(window, "name the rank column (… AS rn) and keep a range of it in the outer WHERE",
+                            hint=TOPN_HINT)
+    alias = item.alias
+    qualifier = subquery.alias or None
+
+    def is_rank(n) -> bool:
+        return isinstance(n, exp.Column) and n.name.lower() == alias.lower() \
+            and (not n.table or (qualifier or "").lower() == n.table.lower())
+
+    where = node.args.get("where")
+    lower, upper, rest = rank_range(where.this if where is not None else None, is_rank)
+    if upper is None:
+        raise planner.error(window, f"{window.this.name.upper()}() OVER (…) needs a range of ranks in the outer "
+                                    f"WHERE (e.g. {alias} <= 10): Flink runs ranking only as Top-N", hint=TOPN_HINT)
+    shows_rank = any(is_rank(c) for part in [*node.expressions, *rest] for c in part.find_all(exp.Column)) or \
+        any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
+            for e in node.expressions)
+    rel = top_n(planner, inner, position, window, alias, lower, upper, shows_rank)
+    return planner.requalify(rel, qualifier), rest
+
+
+def top_n(planner, inner: exp.Select, position: int, window: exp.Window, alias: str, lower: int, upper: int,
+          shows_rank: bool) -> Rel:
+    from pyspark.sql import functions as F
+
+    from job.changelog.ranking import TopN
+
+    function = RANKING[window.this.name.upper()]
+    if window.this.expressions:
+        raise planner.error(window.this, f"{window.this.name.upper()}() takes no arguments")
+    if window.args.get("spec") is not None:
+        raise planner.error(window, "a ranking function takes no window frame (ROWS / RANGE)")
+    order = window.args.get("order")
+    if order is None or not order.expressions:
+        raise planner.error(window, f"{window.this.name.upper()}() OVER (…) needs an ORDER BY", hint=TOPN_HINT)
+    partition = list(window.args.get("partition_by") or [])
+    # The inner query without its rank column, plus its partition and order keys.
+    plain = inner.copy()
+    items = [e for i, e in enumerate(plain.expressions) if i != position]
+    hidden = [exp.alias_(p.copy(), f"__p{i}") for i, p in enumerate(partition)]
+    hidden += [exp.alias_(o.this.copy(), f"__o{i}") for i, o in enumerate(order.expressions)]
+    plain.set("expressions", items + hidden)
+    rel = planner.settle(planner.select(plain))
+    visible = rel.fields[: len(rel.fields) - len(hidden)]
+    pcols = [f.col for f in rel.fields[len(visible): len(visible) + len(partition)]]
+    order_fields = rel.fields[len(visible) + len(partition):]
+    descending = tuple(bool(o.args.get("desc")) for o in order.expressions)
+    for o in order.expressions:
+        nulls_first = o.args.get("nulls_first")
+        default = not o.args.get("desc")  # Flink: NULLs first ascending, last descending
+        if nulls_first is not None and bool(nulls_first) != default:
+            raise planner.error(o, "NULLS FIRST / NULLS LAST against Flink's default order is not supported yet")
+    time_order = len(order_fields) == 1 and order_fields[0].time in ("proctime", "rowtime")
+    dedup = function == "row_number" and lower == upper == 1 and time_order
+    keep_first_by_arrival = dedup and order_fields[0].time == "proctime" and not descending[0]
+    if time_order and order_fields[0].time == "proctime" and descending[0] and not dedup:
+        pass  # Top-N on the latest rows by processing time: the same as by arrival, newest first
+    if order_fields[0].time == "rowtime" and dedup:
+        planner.waits_for(0)
+
+    df = planner.signed(rel)
+    pk = F.to_json(F.struct(*[F.col(c) for c in pcols]), engine.ROW_JSON) if pcols else F.lit("{}")
+    ok = F.to_json(F.struct(*[F.col(f.col) for f in order_fields]), engine.ROW_JSON)
+    staged = df.select(pk.alias("pk"), ok.alias("ok"), engine.row_json([f.col for f in visible]).alias("row"),
+                       F.col(SIGN).alias("sign"), F.lit(0).alias("seq"))  # arrival order: the order rows reach the operator
+    processor = TopN(function, lower, upper, descending, rel.append_only, shows_rank)
+    ranked = engine.stateful(staged.select(engine.bucket(planner, F.col("pk")), "*"), processor, TopN.OUTPUT)
+    schema = engine.schema_of(rel, [f.col for f in visible])
+    rank_col = planner.fresh()
+    fields = list(visible)
+    selected = engine.from_row_json("row", schema)
+    if shows_rank:
+        fields.append(Field(alias, None, rank_col, BIGINT_TYPE.nullable_as(False)))
+        selected.append(F.col("rnk").alias(rank_col))
+    partition_cols = frozenset(pcols) & frozenset(f.col for f in visible)
+    unique = None
+    if shows_rank and len(partition_cols) == len(pcols):
+        unique = partition_cols | {rank_col}
+    elif rel.unique_key is not None and rel.unique_key <= {f.col for f in visible}:
+        unique = rel.unique_key
+    what = "deduplicate" if dedup else f"top {lower}..{upper}" if lower > 1 else f"top {upper}"
+    step = (f"{what} by {function}() over ({', '.join(planner.current.flink_sql(p) for p in partition) or 'everything'}) "
+            f"order by {', '.join(planner.current.flink_sql(o) for o in order.expressions)} "
+            "[stateful; " + ("emits each key's first row once" if keep_first_by_arrival else
+                              "retracts a row when it leaves the range") + "]")
+    out = ranked.select(*selected, F.col("sign").alias(SIGN),
+                        *([F.col("net").alias(NET)] if shows_rank and unique is not None else []))
+    return Rel(out, fields, keep_first_by_arrival and rel.append_only, unique, rel.steps + [step],
+               computed=rel.computed, net_key=unique if shows_rank and unique is not None else None)
+
+
 def plan_order_limit(planner, rel: Rel, node: exp.Select) -> Rel:
-    order = node.args.get("order") or node.args.get("limit") or node.args.get("offset")
-    raise planner.error(order, "ORDER BY and LIMIT are not supported yet in a streaming query")
+    order = node.args.get("order")
+    limit = node.args.get("limit")
+    offset = node.args.get("offset")
+    if offset is not None:
+        raise planner.error(offset, "OFFSET is not supported in a streaming query")
+    if order is not None and limit is None:
+        first = order.expressions[0]
+        field = None
+        if isinstance(first.this, exp.Column):
+            field, _ = planner.translator(rel, "ORDER BY").scope.resolve_column(first.this)
+        if field is not None and field.time in ("rowtime", "proctime") and not first.args.get("desc"):
+            raise planner.error(order, "ORDER BY a time attribute (sorting a stream by time) is not supported yet")
+        raise planner.error(order, "Sort on a non-time-attribute field is not supported: a streaming query can only "
+                                   "be sorted by a time attribute ascending, or ranked with ORDER BY … LIMIT N",
+                            hint="add LIMIT N to keep the first N rows in that order (Flink's Top-N)")
+    n = _int_literal(limit.expression if isinstance(limit, exp.Limit) else limit.args.get("count"))
+    if n is None:
+        raise planner.error(limit, "LIMIT needs a whole number")
+    raise planner.error(limit, "ORDER BY … LIMIT is not supported yet", hint=TOPN_HINT)
