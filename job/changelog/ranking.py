@@ -53,12 +53,13 @@ class TopN(BucketProcessor):
     OUTPUT = "sign int, row string, rnk long, net string"
 
     def __init__(self, function: str, lower: int, upper: int, descending: tuple, append_only: bool,
-                 show_rank: bool) -> None:
+                 show_rank: bool, newest_first: bool = False) -> None:
         self.function = function          # row_number | rank | dense_rank
         self.lower, self.upper = lower, upper
         self.descending = descending
         self.append_only = append_only
         self.show_rank = show_rank
+        self.newest_first = newest_first  # among equal sort keys, the later arrival ranks first
 
     def _key(self, text: str) -> _Key:
         values = json.loads(text, parse_float=Decimal)  # a JSON object: one field per ORDER BY item
@@ -68,7 +69,8 @@ class TopN(BucketProcessor):
         """{(row, rank) or row: count} of the rows within the rank range; ``keep``
         collects every row ranked up to the range's end (the ones an append-only input
         must remember)."""
-        order = sorted(entries.items(), key=lambda item: (self._key(item[1][1]), item[1][2]))
+        sign = -1 if self.newest_first else 1
+        order = sorted(entries.items(), key=lambda item: (self._key(item[1][1]), sign * item[1][2]))
         out: dict = {}
         rank = dense = 0
         previous = None

@@ -148,10 +148,14 @@ def top_n(planner, inner: exp.Select, position: int, window: exp.Window, alias: 
 
     df = planner.signed(rel)
     pk = F.to_json(F.struct(*[F.col(c) for c in pcols]), engine.ROW_JSON) if pcols else F.lit("{}")
-    ok = F.to_json(F.struct(*[F.col(f.col) for f in order_fields]), engine.ROW_JSON)
+    # NULL sort keys stay in the JSON (to_json drops NULL fields by default): positions matter.
+    ok = F.to_json(F.struct(*[F.col(f.col) for f in order_fields]), {**engine.ROW_JSON, "ignoreNullFields": "false"})
     staged = df.select(pk.alias("pk"), ok.alias("ok"), engine.row_json([f.col for f in visible]).alias("row"),
                        F.col(SIGN).alias("sign"), F.lit(0).alias("seq"))  # arrival order: the order rows reach the operator
-    processor = TopN(function, lower, upper, descending, rel.append_only, shows_rank)
+    # Among equal sort keys the earlier row ranks first, except when the order is the
+    # processing time descending: there the later row is the later time.
+    newest_first = time_order and order_fields[-1].time == "proctime" and descending[-1]
+    processor = TopN(function, lower, upper, descending, rel.append_only, shows_rank, newest_first)
     ranked = engine.stateful(staged.select(engine.bucket(planner, F.col("pk")), "*"), processor, TopN.OUTPUT)
     schema = engine.schema_of(rel, [f.col for f in visible])
     rank_col = planner.fresh()

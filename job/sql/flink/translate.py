@@ -379,6 +379,11 @@ def _not(tr: Translator, node: exp.Not) -> Typed:
 
 @handles(exp.Is)
 def _is(tr: Translator, node: exp.Is) -> Typed:
+    if node.args.get("negate"):
+        positive = node.copy()
+        positive.set("negate", None)
+        inner = _is(tr, positive)
+        return Typed(f"(NOT {inner.sql})", inner.type)
     value = tr.expr(node.this)
     target = node.expression
     if isinstance(target, exp.Null):
@@ -429,7 +434,8 @@ def _like(tr: Translator, node: exp.Like) -> Typed:
     if escape is not None:
         esc = tr.expr(escape)
         suffix = f" ESCAPE {esc.sql}"
-    return Typed(f"({value.sql} LIKE {pattern.sql}{suffix})",
+    negate = "NOT " if node.args.get("negate") else ""
+    return Typed(f"({negate}{value.sql} LIKE {pattern.sql}{suffix})",
                  BOOLEAN_TYPE.nullable_as(rules.any_nullable(value.type, pattern.type)))
 
 
@@ -439,7 +445,8 @@ def _escape(tr: Translator, node: exp.Escape) -> Typed:
     if not isinstance(like, exp.Like):
         tr.refuse(node, "ESCAPE is only supported with LIKE")
     value, pattern, esc = tr.expr(like.this), tr.expr(like.expression), tr.expr(node.expression)
-    return Typed(f"({value.sql} LIKE {pattern.sql} ESCAPE {esc.sql})",
+    negate = "NOT " if like.args.get("negate") else ""
+    return Typed(f"({negate}{value.sql} LIKE {pattern.sql} ESCAPE {esc.sql})",
                  BOOLEAN_TYPE.nullable_as(rules.any_nullable(value.type, pattern.type)))
 
 

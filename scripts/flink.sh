@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Apache Flink 2.3 (PyFlink from PyPI) in a virtualenv of its own: the oracle the
+# differential tests compare the job with, and the peer of the benchmarks.
+#
+#   scripts/flink.sh install     create .services/flink-venv (apache-flink==2.3.0) and fetch
+#                                Flink's Kafka SQL connector into .services/flink-jars/
+#   scripts/flink.sh python      print the venv's python (exit 3 if not installed)
+#   scripts/flink.sh jars        print the connector jars, one per line
+#
+# Idempotent and locked against concurrent callers; the venv is kept (CI caches
+# .services/), so a second install costs a second.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$ROOT/.services/flink-venv"
+JARS="$ROOT/.services/flink-jars"
+FLINK_VERSION="${FLINK_VERSION:-2.3.0}"
+KAFKA_CONNECTOR="${FLINK_KAFKA_CONNECTOR:-org.apache.flink:flink-sql-connector-kafka:5.0.0-2.2}"
+PYTHON="${PYTHON:-python3}"
+
+log() { echo "flink.sh: $*" >&2; }
+
+install() {
+  mkdir -p "$ROOT/.services"
+  exec 9>"$ROOT/.services/.flink.lock"
+  flock 9
+  if [[ ! -x "$VENV/bin/python" ]] || ! "$VENV/bin/python" -c "import pyflink" 2>/dev/null; then
+    log "installing apache-flink==$FLINK_VERSION into $VENV (a few minutes, once) ..."
+    "$PYTHON" -m venv "$VENV"
+    "$VENV/bin/pip" install -q --upgrade pip
+    "$VENV/bin/pip" install -q "apache-flink==$FLINK_VERSION"
+  fi
+  if ! ls "$JARS"/flink-sql-connector-kafka-*.jar >/dev/null 2>&1; then
+    log "fetching $KAFKA_CONNECTOR into $JARS ..."
+    mkdir -p "$JARS"
+    mvn -q -B dependency:copy -Dartifact="$KAFKA_CONNECTOR" -DoutputDirectory="$JARS" -Dtransitive=false
+  fi
+  log "Flink $FLINK_VERSION ready: $VENV"
+}
+
+case "${1:-}" in
+  install) install ;;
+  python)
+    [[ -x "$VENV/bin/python" ]] || { log "not installed: run scripts/flink.sh install"; exit 3; }
+    echo "$VENV/bin/python" ;;
+  jars) ls "$JARS"/*.jar 2>/dev/null ;;
+  *) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2; exit 2 ;;
+esac

@@ -1,0 +1,204 @@
+"""The differential harness: the same SQL and input on Flink 2.3 and on the job.
+
+A case file (tests/flink/cases/*.yaml) declares tables — columns, format, rows (inline,
+or generated from a seed) — and cases, each a query over them:
+
+    tables:
+      orders:
+        columns: "id INT, cat STRING, amount DECIMAL(10, 2), ts TIMESTAMP(3)"
+        extra: "WATERMARK FOR ts AS ts - INTERVAL '1' SECOND"     # optional DDL lines
+        format: json                                               # json | debezium-json | csv
+        rows: [{id: 1, cat: a, amount: 1.5, ts: "2024-01-01 10:00:00"}, …]
+        generate: {random: users, seed: 3, events: 200}             # or generated rows
+    cases:
+      - name: upper_of_category
+        query: SELECT UPPER(cat) FROM orders
+        time_zone: Asia/Shanghai                                   # optional table.local-time-zone
+        statements: ["SET 'k' = 'v'", "CREATE VIEW …"]             # optional, before the query
+
+Both engines read the same files through the same CREATE TABLE (connector
+'filesystem'). Flink runs every case in one JVM (tests/flink/oracle.py); the job runs
+each with :func:`job.api.collect`. The final rows of the changelogs are compared.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import yaml
+
+from tests.flink import canonical
+
+ROOT = Path(__file__).resolve().parents[2]
+CASES_DIR = Path(__file__).resolve().parent / "cases"
+ORACLE = Path(__file__).resolve().parent / "oracle.py"
+
+
+@dataclass
+class Case:
+    name: str
+    group: str
+    query: str
+    statements: list = field(default_factory=list)       # DDL (with paths) + the case's own statements
+    time_zone: str = "UTC"
+    note: str = ""
+
+    @property
+    def id(self) -> str:
+        return f"{self.group}::{self.name}"
+
+
+def flink_python() -> Optional[str]:
+    venv = ROOT / ".services" / "flink-venv" / "bin" / "python"
+    return str(venv) if venv.exists() else None
+
+
+# --------------------------------------------------------------------------- data
+
+def _debezium(op: str, before, after) -> str:
+    return json.dumps({"before": before, "after": after, "op": op})
+
+
+def _generated(spec: dict) -> list:
+    """Seeded random rows: a changelog of users (create / update / delete) by default."""
+    rng = random.Random(spec.get("seed", 0))
+    kind = spec.get("random", "users")
+    n = spec.get("events", 100)
+    if kind == "users":
+        state: dict = {}
+        events = []
+        for _ in range(n):
+            uid = f"u{rng.randint(0, spec.get('keys', 20))}"
+            after = {"uid": uid, "accountId": f"a{rng.randint(0, 4)}", "score": rng.choice([None, *range(0, 12)])}
+            if uid in state and rng.random() < 0.25:
+                events.append(["d", state.pop(uid), None])
+            elif uid in state:
+                events.append(["u", state[uid], after])
+                state[uid] = after
+            else:
+                events.append(["c", None, after])
+                state[uid] = after
+        return events
+    if kind == "orders":
+        rows = []
+        for i in range(n):
+            minute = rng.randint(0, 59)
+            second = rng.randint(0, 59)
+            rows.append({"id": i, "uid": f"u{rng.randint(0, 9)}", "cat": rng.choice(["a", "b", "c", None]),
+                         "amount": rng.randint(1, 500) / 4, "qty": rng.randint(-3, 20),
+                         "ts": f"2024-01-01 10:{minute:02d}:{second:02d}.{rng.randint(0, 999):03d}"})
+        rows.sort(key=lambda r: r["ts"]) if spec.get("ordered") else None
+        return rows
+    raise ValueError(f"unknown generator {kind!r}")
+
+
+def write_table(directory: Path, spec: dict) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    rows = spec.get("rows")
+    if rows is None and "generate" in spec:
+        rows = _generated(spec["generate"])
+    fmt = spec.get("format", "json")
+    lines = []
+    for r in rows or []:
+        if fmt == "debezium-json":
+            lines.append(_debezium(*r))
+        elif fmt == "csv":
+            lines.append(",".join("" if v is None else str(v) for v in r))
+        else:
+            lines.append(json.dumps(r))
+    (directory / "part-0").write_text("".join(line + "\n" for line in lines))
+
+
+def ddl(name: str, spec: dict, directory: Path) -> str:
+    parts = [spec["columns"]]
+    if spec.get("extra"):
+        parts.append(spec["extra"])
+    options = {"connector": "filesystem", "path": str(directory), "format": spec.get("format", "json")}
+    options.update(spec.get("options", {}))
+    with_ = ", ".join(f"'{k}' = '{v}'" for k, v in options.items())
+    return f"CREATE TABLE {name} ({', '.join(parts)}) WITH ({with_})"
+
+
+def load_cases(data_root: Path, only: Optional[str] = None) -> list[Case]:
+    cases = []
+    for path in sorted(CASES_DIR.glob("*.yaml")):
+        group = path.stem
+        spec = yaml.safe_load(path.read_text())
+        tables = spec.get("tables", {})
+        statements = []
+        for name, table in tables.items():
+            directory = data_root / group / name
+            write_table(directory, table)
+            statements.append(ddl(name, table, directory))
+        for item in spec.get("cases", []):
+            case = Case(item["name"], group, item["query"].strip(), statements + list(item.get("statements", [])),
+                        item.get("time_zone", "UTC"), item.get("note", ""))
+            if only is None or only in case.id:
+                cases.append(case)
+    return cases
+
+
+# --------------------------------------------------------------------------- engines
+
+def run_flink(cases: list[Case], timeout: float = 1800) -> dict[str, dict]:
+    python = flink_python()
+    spec = {"cases": [{"name": c.id, "statements": c.statements, "query": c.query, "time_zone": c.time_zone}
+                      for c in cases]}
+    proc = subprocess.run([python, str(ORACLE)], input=json.dumps(spec), capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT)
+    if proc.returncode != 0:
+        raise RuntimeError(f"the Flink oracle failed ({proc.returncode}): {proc.stderr[-3000:]}")
+    return {r["name"]: r for r in json.loads(proc.stdout)}
+
+
+@dataclass
+class Outcome:
+    status: str          # same | different | refused | error | flink-rejects
+    detail: str = ""
+
+
+def run_ours(spark, case: Case, checkpoint: str) -> tuple[Optional[list], Optional[str], Optional[str]]:
+    """(rows, refusal, crash) of the job on a case."""
+    from job.api import collect
+    from job.errors import PipelineError
+
+    statements = list(case.statements)
+    if case.time_zone != "UTC":
+        statements.append(f"SET 'table.local-time-zone' = '{case.time_zone}'")
+    try:
+        result = collect(statements, case.query, spark=spark, checkpoint_dir=checkpoint)
+    except PipelineError as exc:
+        return None, exc.render(), None
+    except Exception as exc:  # noqa: BLE001 - a crash is a finding, reported as such
+        return None, None, f"{type(exc).__name__}: {str(exc)[:600]}"
+    changes = [(kind, canonical.row(values)) for kind, values in result.changes]
+    return json.loads(json.dumps(canonical.final_rows(changes), default=str)), None, None
+
+
+def compare(flink: dict, ours: Optional[list], refusal: Optional[str], crash: Optional[str]) -> Outcome:
+    if "error" in flink:
+        return Outcome("flink-rejects", flink["error"])
+    if crash is not None:
+        return Outcome("error", crash)
+    if refusal is not None:
+        return Outcome("refused", refusal)
+    expected = json.loads(json.dumps(flink["rows"], default=str))
+    if _sorted(ours) == _sorted(expected):
+        return Outcome("same")
+    missing = [r for r in expected if r not in ours]
+    extra = [r for r in ours if r not in expected]
+    return Outcome("different", f"Flink's rows missing from ours: {missing[:8]}; ours not in Flink's: {extra[:8]} "
+                                f"(Flink {len(expected)} rows, ours {len(ours)})")
+
+
+def _sorted(rows):
+    return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
+
+
+def checkpoint_dir(base: Path, case: Case) -> str:
+    return os.path.join(str(base), case.group, case.name)
