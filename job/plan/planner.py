@@ -191,9 +191,13 @@ class Planner:
             return self.requalify(rel, alias or name)
         table = self.catalog.table(name)
         if table is None:
+            import difflib
+
             known = sorted(list(self.catalog.tables) + list(self.catalog.views))
+            close = difflib.get_close_matches(name.lower(), known, n=1, cutoff=0.6)
             raise self.error(node, f"Object '{name}' not found: no table or view of that name in this pipeline",
-                             hint="declare it with CREATE TABLE or CREATE VIEW first"
+                             hint=(f"did you mean '{close[0]}'? Otherwise declare" if close else "declare")
+                                  + " it with CREATE TABLE or CREATE VIEW first"
                                   + (f" (declared: {', '.join(known)})" if known else ""))
         from job.plan.scan import scan
 

@@ -191,7 +191,12 @@ def plan_order_limit(planner, rel: Rel, node: exp.Select) -> Rel:
         first = order.expressions[0]
         field = None
         if isinstance(first.this, exp.Column):
-            field, _ = planner.translator(rel, "ORDER BY").scope.resolve_column(first.this)
+            from job.errors import PipelineError
+
+            try:
+                field, _ = planner.translator(rel, "ORDER BY").scope.resolve_column(first.this)
+            except PipelineError:  # a column of the input the select list does not show
+                field = None
         if field is not None and field.time in ("rowtime", "proctime") and not first.args.get("desc"):
             raise planner.error(order, "ORDER BY a time attribute (sorting a stream by time) is not supported yet")
         raise planner.error(order, "Sort on a non-time-attribute field is not supported: a streaming query can only "

@@ -106,10 +106,15 @@ class Rel:
             return matches[0]
         ref = f"{column.table}.{column.name}" if column.table else column.name
         if not matches:
-            known = ", ".join(sorted({(f"{f.qualifier}." if f.qualifier else "") + f.name for f in self.fields}))
-            message = f"column '{ref}' in {where} is not known here (available: {known})"
+            import difflib
+
+            visible = [f for f in self.fields if not f.name.startswith("__")]
+            known = ", ".join(sorted({(f"{f.qualifier}." if f.qualifier else "") + f.name for f in visible}))
+            close = difflib.get_close_matches(column.name, [f.name for f in visible], n=1, cutoff=0.6)
+            message = (f"Column '{ref}' not found in any table (in {where}; available: {known})"
+                       + (f". Did you mean '{close[0]}'?" if close else ""))
         else:
-            message = f"column '{ref}' in {where} is ambiguous: qualify it with a table alias"
+            message = f"Column '{ref}' in {where} is ambiguous: qualify it with a table alias"
         if query is not None:
             raise query.error(column, message)
         raise PipelineError(message)

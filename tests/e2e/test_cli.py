@@ -174,7 +174,7 @@ def test_unknown_column_points_into_the_users_file(tmp_path):
     assert f"p.sql:{position(text, 'nmae')}:" in msg
     assert "p.sql:8:9:" in msg
     assert 'in statement "INSERT INTO out":' in msg
-    assert "`nmae` cannot be resolved" in msg and "`name`" in msg
+    assert "Column 'nmae' not found in any table" in msg and "Did you mean 'name'?" in msg
 
 
 @pytest.mark.slow
@@ -185,7 +185,7 @@ def test_unknown_table_with_did_you_mean(tmp_path):
     msg = error_of(job("--pipeline", "p.yaml", "--dry-run", cwd=tmp_path))
     assert f"p.yaml:{position(text, 'scr')}:" in msg
     assert "p.yaml:8:10:" in msg
-    assert "the table or view `scr` is not defined" in msg and "did you mean 'src'?" in msg
+    assert "Object 'scr' not found" in msg and "did you mean 'src'?" in msg
 
 
 # --------------------------------------------------------------------------- the examples
