@@ -54,7 +54,7 @@ def test_having_does_not_see_select_aliases_as_in_flink(spark):
     code, out, err = dry_run(AGG_SINK, "INSERT INTO by_account SELECT accountId, COUNT(*) AS n, MAX(score) AS hi "
                                        "FROM users GROUP BY accountId HAVING n >= 2")
     assert code == 2, out + err
-    assert "column 'n' in HAVING is not known here" in err, err
+    assert "Column 'n' not found in any table (in HAVING" in err, err
 
 
 FULL_SINK = sink("full_sink", "k STRING, uid STRING, accountId STRING, cuid STRING, color STRING", "k")

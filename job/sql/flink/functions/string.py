@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from job.sql.flink.functions import not_supported, scalar
 from job.sql.flink.translate import Typed
-from job.sql.types import INT_TYPE, STRING_TYPE
+from job.sql.types import BOOLEAN_TYPE, INT_TYPE, STRING_TYPE
 
 CATEGORY = "string"
 
@@ -149,3 +149,96 @@ def split_index(call):
 
 
 not_supported("REGEXP_EXTRACT_ALL", CATEGORY, "REGEXP_EXTRACT_ALL(str, regex[, extractIndex])")
+
+
+def _simple(name: str, spark: str, signature: str, description: str, families: tuple, result=None,
+            aliases=()):
+    """A function Spark computes exactly as Flink does, argument for argument."""
+
+    def translate(call):
+        args = call.args(len(families))
+        for i, family in enumerate(families):
+            call.need(i, *family.split("|"))
+        out = result(args) if result is not None else STRING_TYPE.nullable_as(call.nullable())
+        return Typed(f"{spark}({', '.join(a.sql for a in args)})", out)
+
+    scalar(name, CATEGORY, signature, description, aliases=aliases)(translate)
+
+
+_simple("REPEAT", "repeat", "REPEAT(string, integer)", "STRING repeated INTEGER times.", ("string", "integer"))
+_simple("REPLACE", "replace", "REPLACE(string1, string2, string3)",
+        "STRING1 with every STRING2 replaced by STRING3.", ("string", "string", "string"))
+_simple("REGEXP_REPLACE", "regexp_replace", "REGEXP_REPLACE(string1, string2, string3)",
+        "STRING1 with every match of the Java regex STRING2 replaced by STRING3.", ("string", "string", "string"))
+_simple("INITCAP", "initcap", "INITCAP(string)", "Each word's first letter upper case, the rest lower case.",
+        ("string",))
+_simple("REVERSE", "reverse", "REVERSE(string)", "STRING reversed.", ("string",))
+_simple("LEFT", "left", "LEFT(string, integer)", "The leftmost INTEGER characters.", ("string", "integer"))
+_simple("RIGHT", "right", "RIGHT(string, integer)", "The rightmost INTEGER characters.", ("string", "integer"))
+_simple("INSTR", "instr", "INSTR(string1, string2)", "The 1-based position of STRING2 in STRING1; 0 if absent.",
+        ("string", "string"), result=lambda args: INT_TYPE.nullable_as(any(a.type.nullable for a in args)))
+_simple("ASCII", "ascii", "ASCII(string)", "The code of the first character.", ("string",),
+        result=lambda args: INT_TYPE.nullable_as(args[0].type.nullable))
+_simple("TO_BASE64", "base64", "TO_BASE64(string)", "STRING's UTF-8 bytes in base64.", ("string",))
+_simple("REGEXP", "regexp", "REGEXP(string1, string2)",
+        "Whether any substring of STRING1 matches the Java regex STRING2.", ("string", "string"),
+        result=lambda args: BOOLEAN_TYPE.nullable_as(any(a.type.nullable for a in args)))
+
+
+@scalar("LOCATE", CATEGORY, "LOCATE(string1, string2[, integer])",
+        "The 1-based position of STRING1 in STRING2 from position INTEGER (default 1); 0 if absent.")
+def locate(call):
+    args = call.args(2, 3)
+    call.need(0, "string"), call.need(1, "string")
+    start = f", {call.need(2, 'integer').sql}" if len(args) == 3 else ""
+    return Typed(f"locate({args[0].sql}, {args[1].sql}{start})", INT_TYPE.nullable_as(call.nullable()))
+
+
+def _pad(call, fn: str):
+    s, n, pad = call.args(3)
+    call.need(0, "string"), call.need(1, "integer"), call.need(2, "string")
+    # Flink: a negative length or an empty pad (when padding is needed) gives NULL.
+    return Typed(f"CASE WHEN {n.sql} < 0 THEN NULL WHEN char_length({pad.sql}) = 0 AND char_length({s.sql}) < "
+                 f"{n.sql} THEN NULL ELSE {fn}({s.sql}, {n.sql}, {pad.sql}) END", STRING_TYPE.nullable_as(True))
+
+
+@scalar("LPAD", CATEGORY, "LPAD(string1, integer, string2)",
+        "STRING1 left-padded with STRING2 to INTEGER characters (cut if longer).")
+def lpad(call):
+    return _pad(call, "lpad")
+
+
+@scalar("RPAD", CATEGORY, "RPAD(string1, integer, string2)",
+        "STRING1 right-padded with STRING2 to INTEGER characters (cut if longer).")
+def rpad(call):
+    return _pad(call, "rpad")
+
+
+@scalar("CHR", CATEGORY, "CHR(integer)", "The character of the ASCII code INTEGER (modulo 256).")
+def chr_(call):
+    n = call.args(1)[0]
+    call.need(0, "integer")
+    return Typed(f"IF({n.sql} < 0, NULL, chr({n.sql}))", STRING_TYPE.nullable_as(True))
+
+
+@scalar("FROM_BASE64", CATEGORY, "FROM_BASE64(string)", "The base64 STRING decoded as UTF-8 text.")
+def from_base64(call):
+    s = call.args(1)[0]
+    call.need(0, "string")
+    return Typed(f"CAST(unbase64({s.sql}) AS STRING)", STRING_TYPE.nullable_as(s.type.nullable))
+
+
+@scalar("OVERLAY", CATEGORY, "OVERLAY(string1 PLACING string2 FROM integer1 [ FOR integer2 ])",
+        "STRING1 with INTEGER2 characters (default: STRING2's length) from INTEGER1 replaced by STRING2.")
+def overlay(call):
+    args = call.args(3, 4)
+    call.need(0, "string"), call.need(1, "string"), call.need(2, "integer")
+    tail = f" FOR {call.need(3, 'integer').sql}" if len(args) == 4 else ""
+    return Typed(f"overlay({args[0].sql} PLACING {args[1].sql} FROM {args[2].sql}{tail})",
+                 STRING_TYPE.nullable_as(call.nullable()))
+
+
+for _name in ("REGEXP_COUNT", "REGEXP_INSTR", "REGEXP_SUBSTR", "DECODE", "ENCODE", "URL_DECODE", "URL_ENCODE",
+              "PARSE_URL", "STR_TO_MAP", "TRANSLATE", "ELT", "BTRIM", "PRINTF", "STARTSWITH", "ENDSWITH",
+              "IS_ALPHA", "IS_DECIMAL", "IS_DIGIT"):
+    not_supported(_name, CATEGORY)

@@ -1,2 +1,266 @@
-"""Flink's temporal functions."""
+"""Flink's temporal functions.
+
+Flink's TIMESTAMP is a wall-clock value; its TIMESTAMP_LTZ is an instant shown in
+``table.local-time-zone``. Both are Spark timestamps in a session pinned to UTC (see
+job.sql.types), so wherever Flink's answer depends on the local time zone (extracting a
+field of a TIMESTAMP_LTZ, formatting it, parsing a string into an instant, the current
+date) the translation converts through that zone explicitly.
+"""
 from __future__ import annotations
+
+from job.sql.flink.casts import timestamp_format, truncate_fraction, zone
+from job.sql.flink.functions import not_supported, scalar
+from job.sql.flink.translate import Typed, lit
+from job.sql.types import BIGINT_TYPE, DATE_TYPE, INT_TYPE, STRING_TYPE, t, timestamp
+
+CATEGORY = "temporal"
+DEFAULT_FORMAT = "yyyy-MM-dd HH:mm:ss"
+
+
+def wall_clock(call, value: Typed) -> str:
+    """A TIMESTAMP/TIMESTAMP_LTZ/DATE as the wall-clock timestamp Flink reads fields from."""
+    if value.type.name == "TIMESTAMP_LTZ":
+        return f"from_utc_timestamp({value.sql}, {zone(call.tr)})"
+    if value.type.name == "DATE":
+        return f"CAST({value.sql} AS TIMESTAMP)"
+    return value.sql
+
+
+def _format_arg(call, i: int, default: str = DEFAULT_FORMAT) -> str:
+    if len(call) > i:
+        call.need(i, "string")
+        return call.arg(i).sql
+    return lit(default).sql
+
+
+@scalar("DATE_FORMAT", CATEGORY, "DATE_FORMAT(timestamp, string)",
+        "The timestamp as text in the given SimpleDateFormat pattern (a TIMESTAMP_LTZ in the local time zone).")
+def date_format(call):
+    value, fmt = call.args(2)
+    call.need(0, "timestamp", "date", "string"), call.need(1, "string")
+    if value.type.is_character:
+        source = f"try_cast({value.sql} AS TIMESTAMP)"
+    else:
+        source = wall_clock(call, value)
+    return Typed(f"date_format({source}, {fmt.sql})", STRING_TYPE.nullable_as(True))
+
+
+@scalar("TO_TIMESTAMP", CATEGORY, "TO_TIMESTAMP(string1[, string2])",
+        "STRING1 parsed as a TIMESTAMP(3) (pattern STRING2, default 'yyyy-MM-dd HH:mm:ss'); NULL if it does not parse.")
+def to_timestamp(call):
+    args = call.args(1, 2)
+    call.need(0, "string")
+    if len(args) == 1:
+        parsed = f"try_cast(trim({args[0].sql}) AS TIMESTAMP)"
+    else:
+        call.need(1, "string")
+        parsed = f"try_to_timestamp({args[0].sql}, {args[1].sql})"
+    return Typed(truncate_fraction(parsed, 6, 3), timestamp(3))
+
+
+@scalar("TO_DATE", CATEGORY, "TO_DATE(string1[, string2])",
+        "STRING1 parsed as a DATE (pattern STRING2, default 'yyyy-MM-dd'); NULL if it does not parse.")
+def to_date(call):
+    args = call.args(1, 2)
+    call.need(0, "string")
+    if len(args) == 1:
+        return Typed(f"try_cast(trim({args[0].sql}) AS DATE)", DATE_TYPE)
+    call.need(1, "string")
+    return Typed(f"CAST(try_to_timestamp({args[0].sql}, {args[1].sql}) AS DATE)", DATE_TYPE)
+
+
+@scalar("TO_TIMESTAMP_LTZ", CATEGORY, "TO_TIMESTAMP_LTZ(numeric, precision)",
+        "An epoch number as a TIMESTAMP_LTZ(3): seconds for precision 0, milliseconds for 3.")
+def to_timestamp_ltz(call):
+    args = call.args(1, 2)
+    if args[0].type.is_character:
+        call.need(1, "string") if len(args) > 1 else None
+        fmt = args[1].sql if len(args) > 1 else lit("yyyy-MM-dd HH:mm:ss.SSS").sql
+        return Typed(f"to_utc_timestamp(try_to_timestamp({args[0].sql}, {fmt}), {zone(call.tr)})",
+                     timestamp(3, ltz=True))
+    call.need(0, "numeric")
+    precision = call.constant_int(1, "0 (seconds) or 3 (milliseconds)") if len(args) == 2 else 3
+    if precision not in (0, 3):
+        call.refuse("the precision of TO_TIMESTAMP_LTZ must be 0 (seconds) or 3 (milliseconds)")
+    millis = f"CAST({args[0].sql} AS DOUBLE) * 1000" if precision == 0 else f"CAST({args[0].sql} AS DOUBLE)"
+    return Typed(f"timestamp_millis(CAST(floor({millis}) AS BIGINT))",
+                 timestamp(3, ltz=True, nullable=args[0].type.nullable))
+
+
+@scalar("UNIX_TIMESTAMP", CATEGORY, "UNIX_TIMESTAMP([string1[, string2]])",
+        "Now, or STRING1 (pattern STRING2, default 'yyyy-MM-dd HH:mm:ss') read in the local time zone, "
+        "as seconds since the epoch.")
+def unix_timestamp(call):
+    args = call.args(0, 1, 2)
+    if not args:
+        return Typed("unix_timestamp()", BIGINT_TYPE.nullable_as(False))
+    call.need(0, "string")
+    parsed = f"try_to_timestamp({args[0].sql}, {_format_arg(call, 1)})"
+    # Flink answers Long.MIN_VALUE for a string that does not parse.
+    return Typed(f"coalesce(unix_seconds(to_utc_timestamp({parsed}, {zone(call.tr)})), "
+                 f"IF({args[0].sql} IS NULL, NULL, -9223372036854775808L))", BIGINT_TYPE.nullable_as(True))
+
+
+@scalar("FROM_UNIXTIME", CATEGORY, "FROM_UNIXTIME(numeric[, string])",
+        "Seconds since the epoch as text in the local time zone (pattern STRING, default 'yyyy-MM-dd HH:mm:ss').")
+def from_unixtime(call):
+    args = call.args(1, 2)
+    call.need(0, "integer")
+    local = f"from_utc_timestamp(timestamp_seconds({args[0].sql}), {zone(call.tr)})"
+    return Typed(f"date_format({local}, {_format_arg(call, 1)})", STRING_TYPE.nullable_as(args[0].type.nullable))
+
+
+@scalar("CONVERT_TZ", CATEGORY, "CONVERT_TZ(string1, string2, string3)",
+        "The 'yyyy-MM-dd HH:mm:ss' time STRING1 of zone STRING2 as the time in zone STRING3.")
+def convert_tz(call):
+    value, src, dst = call.args(3)
+    for i in range(3):
+        call.need(i, "string")
+    moved = f"from_utc_timestamp(to_utc_timestamp(try_cast({value.sql} AS TIMESTAMP), {src.sql}), {dst.sql})"
+    return Typed(f"date_format({moved}, '{DEFAULT_FORMAT}')", STRING_TYPE.nullable_as(True))
+
+
+# --------------------------------------------------------------------------- fields
+
+_EXTRACT = {
+    "YEAR": "year({t})", "QUARTER": "quarter({t})", "MONTH": "month({t})", "WEEK": "weekofyear({t})",
+    "DAY": "day({t})", "HOUR": "hour({t})", "MINUTE": "minute({t})", "SECOND": "second({t})",
+    "DOW": "dayofweek({t})", "DOY": "dayofyear({t})", "ISODOW": "(pmod(dayofweek({t}) + 5, 7) + 1)",
+    "DECADE": "floor(year({t}) / 10)", "CENTURY": "ceil(year({t}) / 100)", "MILLENNIUM": "ceil(year({t}) / 1000)",
+    "MILLISECOND": "(second({t}) * 1000 + floor(pmod(unix_micros({t}), 1000000) / 1000))",
+    "MICROSECOND": "(second({t}) * 1000000 + pmod(unix_micros({t}), 1000000))",
+    "EPOCH": "unix_seconds({t})", "ISOYEAR": "year(date_add(to_date({t}), 4 - (pmod(dayofweek({t}) + 5, 7) + 1)))",
+}
+_UNIT_ALIASES = {"YEARS": "YEAR", "MONTHS": "MONTH", "DAYS": "DAY", "HOURS": "HOUR", "MINUTES": "MINUTE",
+                 "SECONDS": "SECOND", "WEEKS": "WEEK", "QUARTERS": "QUARTER", "DAYOFMONTH": "DAY",
+                 "DAYOFWEEK": "DOW", "DAYOFYEAR": "DOY", "SQL_TSI_DAY": "DAY"}
+
+
+def _field(call, unit: str, value: Typed) -> Typed:
+    unit = _UNIT_ALIASES.get(unit, unit)
+    template = _EXTRACT.get(unit)
+    if template is None:
+        call.refuse(f"EXTRACT({unit} FROM …) is not supported")
+    if unit == "EPOCH" and value.type.name == "TIMESTAMP_LTZ":
+        text = template.format(t=value.sql)
+    else:
+        text = template.format(t=wall_clock(call, value))
+    return Typed(f"CAST({text} AS BIGINT)", BIGINT_TYPE.nullable_as(value.type.nullable))
+
+
+@scalar("EXTRACT", CATEGORY, "EXTRACT(timeintervalunit FROM temporal)",
+        "A field of a date or time point (YEAR, QUARTER, MONTH, WEEK, DAY, HOUR, MINUTE, SECOND, DOW, DOY …).")
+def extract(call):
+    call.arity(2)
+    unit = call.unit(0)
+    value = call.need(1, "temporal")
+    return _field(call, unit, value)
+
+
+for _name, _unit in [("YEAR", "YEAR"), ("QUARTER", "QUARTER"), ("MONTH", "MONTH"), ("WEEK", "WEEK"),
+                     ("DAYOFYEAR", "DOY"), ("DAYOFMONTH", "DAY"), ("DAYOFWEEK", "DOW"), ("HOUR", "HOUR"),
+                     ("MINUTE", "MINUTE"), ("SECOND", "SECOND")]:
+    scalar(_name, CATEGORY, f"{_name}(temporal)", f"EXTRACT({_unit} FROM temporal), a BIGINT.")(
+        lambda call, _u=_unit: (call.arity(1), _field(call, _u, call.need(0, "temporal")))[1])
+
+
+_ADD_UNITS = {"MICROSECOND", "MILLISECOND", "SECOND", "MINUTE", "HOUR", "DAY", "WEEK", "MONTH", "QUARTER", "YEAR"}
+
+
+@scalar("TIMESTAMPADD", CATEGORY, "TIMESTAMPADD(timeintervalunit, interval, timepoint)",
+        "TIMEPOINT plus INTERVAL units.")
+def timestampadd(call):
+    call.arity(3)
+    unit = _UNIT_ALIASES.get(call.unit(0), call.unit(0))
+    if unit not in _ADD_UNITS:
+        call.refuse(f"TIMESTAMPADD unit {unit} is not supported")
+    n, value = call.need(1, "integer"), call.need(2, "temporal")
+    added = f"timestampadd({unit}, {n.sql}, {wall_clock(call, value) if value.type.name == 'DATE' else value.sql})"
+    if value.type.name == "DATE":
+        return Typed(f"CAST({added} AS DATE)", value.type.nullable_as(call.nullable()))
+    return Typed(added, value.type.nullable_as(call.nullable()))
+
+
+@scalar("TIMESTAMPDIFF", CATEGORY, "TIMESTAMPDIFF(timepointunit, timepoint1, timepoint2)",
+        "The whole number of units from TIMEPOINT1 to TIMEPOINT2, an INT.")
+def timestampdiff(call):
+    call.arity(3)
+    unit = _UNIT_ALIASES.get(call.unit(0), call.unit(0))
+    if unit not in _ADD_UNITS:
+        call.refuse(f"TIMESTAMPDIFF unit {unit} is not supported")
+    a, b = call.need(1, "temporal"), call.need(2, "temporal")
+    if (a.type.name == "TIMESTAMP_LTZ") != (b.type.name == "TIMESTAMP_LTZ"):
+        call.refuse("TIMESTAMPDIFF compares two TIMESTAMPs or two TIMESTAMP_LTZs")
+    sa = a.sql if a.type.name != "DATE" else f"CAST({a.sql} AS TIMESTAMP)"
+    sb = b.sql if b.type.name != "DATE" else f"CAST({b.sql} AS TIMESTAMP)"
+    return Typed(f"CAST(timestampdiff({unit}, {sa}, {sb}) AS INT)", INT_TYPE.nullable_as(call.nullable(a, b)))
+
+
+_TRUNC = {"YEAR": "YEAR", "QUARTER": "QUARTER", "MONTH": "MONTH", "WEEK": "WEEK", "DAY": "DAY", "HOUR": "HOUR",
+          "MINUTE": "MINUTE", "SECOND": "SECOND", "MILLISECOND": "MILLISECOND"}
+
+
+def ceil_floor_time(call, fn: str) -> Typed:
+    """CEIL(t TO unit) / FLOOR(t TO unit)."""
+    value = call.need(0, "temporal")
+    unit = _UNIT_ALIASES.get(call.unit(1), call.unit(1))
+    if unit not in _TRUNC:
+        call.refuse(f"{fn.upper()}(… TO {unit}) is not supported")
+    local = wall_clock(call, value)
+    floored = f"date_trunc('{_TRUNC[unit]}', {local})"
+    if fn == "ceil":
+        step = "QUARTER" if unit == "QUARTER" else unit
+        out = f"IF({floored} = {local}, {floored}, timestampadd({step}, 1, {floored}))"
+    else:
+        out = floored
+    if value.type.name == "TIMESTAMP_LTZ":
+        out = f"to_utc_timestamp({out}, {zone(call.tr)})"
+    elif value.type.name == "DATE":
+        out = f"CAST({out} AS DATE)"
+    return Typed(out, value.type)
+
+
+# --------------------------------------------------------------------------- now
+
+@scalar("CURRENT_TIMESTAMP", CATEGORY, "CURRENT_TIMESTAMP", "The current time, a TIMESTAMP_LTZ(3).",
+        aliases=("NOW",))
+def current_timestamp(call):
+    call.args(0)
+    return Typed(truncate_fraction("current_timestamp()", 6, 3), timestamp(3, ltz=True, nullable=False))
+
+
+@scalar("CURRENT_ROW_TIMESTAMP", CATEGORY, "CURRENT_ROW_TIMESTAMP()", "The current time, a TIMESTAMP_LTZ(3).")
+def current_row_timestamp(call):
+    return current_timestamp(call)
+
+
+@scalar("PROCTIME", CATEGORY, "PROCTIME()", "The processing time, a TIMESTAMP_LTZ(3).")
+def proctime(call):
+    return current_timestamp(call)
+
+
+@scalar("LOCALTIMESTAMP", CATEGORY, "LOCALTIMESTAMP", "The current wall-clock time of the local time zone, a "
+        "TIMESTAMP(3).")
+def localtimestamp(call):
+    call.args(0)
+    now = truncate_fraction(f"from_utc_timestamp(current_timestamp(), {zone(call.tr)})", 6, 3)
+    return Typed(now, timestamp(3, nullable=False))
+
+
+@scalar("CURRENT_DATE", CATEGORY, "CURRENT_DATE", "Today in the local time zone.")
+def current_date(call):
+    call.args(0)
+    return Typed(f"CAST(from_utc_timestamp(current_timestamp(), {zone(call.tr)}) AS DATE)",
+                 DATE_TYPE.nullable_as(False))
+
+
+@scalar("CURRENT_TIME", CATEGORY, "CURRENT_TIME", "The current time of day in the local time zone.",
+        aliases=("LOCALTIME",))
+def current_time(call):
+    call.args(0)
+    return Typed(f"date_format(from_utc_timestamp(current_timestamp(), {zone(call.tr)}), 'HH:mm:ss')",
+                 t("TIME", 0, nullable=False))
+
+
+not_supported("CURRENT_WATERMARK", CATEGORY, "CURRENT_WATERMARK(rowtime)")
+not_supported("OVERLAPS", CATEGORY)
