@@ -5,7 +5,8 @@ runs in Flink's own virtualenv, and by the tests: standard library only).
 * DECIMAL as its exact text (the scale is part of the answer: ``1.50`` is not ``1.5``);
 * FLOAT/DOUBLE rounded to 12 significant digits (the engines may sum in another order);
   NaN and the infinities as text;
-* TIMESTAMP / DATE / TIME as ISO text (microseconds), bytes as hex;
+* TIMESTAMP / DATE / TIME as ISO text (microseconds), bytes as hex, a day-time interval
+  as microseconds;
 * ARRAY as a list, MAP as a sorted list of pairs, ROW as a tuple — recursively.
 """
 from __future__ import annotations
@@ -32,6 +33,8 @@ def value(v):
         return ("date", v.isoformat())
     if isinstance(v, dt.time):
         return ("time", v.isoformat(timespec="microseconds"))
+    if isinstance(v, dt.timedelta):
+        return ("interval", v // dt.timedelta(microseconds=1))
     if isinstance(v, (bytes, bytearray)):
         return ("bytes", bytes(v).hex())
     if isinstance(v, dict):

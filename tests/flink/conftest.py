@@ -19,13 +19,16 @@ def flink_data(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def flink_results(flink_data):
+def flink_results(request, flink_data):
     if harness.flink_python() is None:
         if os.environ.get("CI"):
             pytest.fail("Flink is not installed: .ci/run runs scripts/flink.sh install")
         pytest.skip("Flink is not installed here: run scripts/flink.sh install")
     _root, cases = flink_data
-    return harness.run_flink(list(cases.values()))
+    # Only the cases this run selected (-k) go to Flink.
+    selected = {item.callspec.params["case_id"] for item in request.session.items
+                if hasattr(item, "callspec") and "case_id" in item.callspec.params}
+    return harness.run_flink([c for case_id, c in cases.items() if case_id in selected])
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -47,6 +47,7 @@ class Case:
     statements: list = field(default_factory=list)       # DDL (with paths) + the case's own statements
     time_zone: str = "UTC"
     note: str = ""
+    fingerprint: str = ""     # what Flink's answer depends on (see flink_results' cache)
 
     @property
     def id(self) -> str:
@@ -135,17 +136,57 @@ def load_cases(data_root: Path, only: Optional[str] = None) -> list[Case]:
             directory = data_root / group / name
             write_table(directory, table)
             statements.append(ddl(name, table, directory))
+        data = json.dumps(tables, sort_keys=True, default=str)
         for item in spec.get("cases", []):
             case = Case(item["name"], group, item["query"].strip(), statements + list(item.get("statements", [])),
                         item.get("time_zone", "UTC"), item.get("note", ""))
+            case.fingerprint = _fingerprint(case, data, str(data_root))
             if only is None or only in case.id:
                 cases.append(case)
     return cases
 
 
+def _fingerprint(case: Case, data: str, root: str) -> str:
+    """A digest of everything Flink's answer to ``case`` depends on: its statements and
+    query (data paths aside), the tables' rows, and the oracle's own code."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for part in (case.id, case.query, case.time_zone, data, *(s.replace(root, "<data>") for s in case.statements),
+                 ORACLE.read_text(), (ORACLE.parent / "canonical.py").read_text()):
+        digest.update(part.encode() + b"\0")
+    return digest.hexdigest()
+
+
 # --------------------------------------------------------------------------- engines
 
-def run_flink(cases: list[Case], timeout: float = 1800) -> dict[str, dict]:
+CACHE_DIR = ROOT / "build" / "flink-oracle"
+
+
+def run_flink(cases: list[Case], timeout: float = 1800, cache: bool = True) -> dict[str, dict]:
+    """Flink's result for each case, by case id. Results are kept in build/flink-oracle/
+    under the case's fingerprint, so an unchanged case does not start Flink again
+    (STREAMSQL_FLINK_CACHE=0 turns that off)."""
+    cache = cache and os.environ.get("STREAMSQL_FLINK_CACHE", "1") != "0"
+    results: dict[str, dict] = {}
+    todo = []
+    for c in cases:
+        path = CACHE_DIR / f"{c.fingerprint}.json"
+        if cache and c.fingerprint and path.exists():
+            results[c.id] = json.loads(path.read_text())
+        else:
+            todo.append(c)
+    if todo:
+        fresh = _run_flink(todo, timeout)
+        for c in todo:
+            results[c.id] = fresh[c.id]
+            if cache and c.fingerprint:
+                CACHE_DIR.mkdir(parents=True, exist_ok=True)
+                (CACHE_DIR / f"{c.fingerprint}.json").write_text(json.dumps(fresh[c.id], default=str))
+    return results
+
+
+def _run_flink(cases: list[Case], timeout: float) -> dict[str, dict]:
     python = flink_python()
     spec = {"cases": [{"name": c.id, "statements": c.statements, "query": c.query, "time_zone": c.time_zone}
                       for c in cases]}

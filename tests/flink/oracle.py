@@ -8,12 +8,19 @@ runs in a fresh streaming TableEnvironment (parallelism 1: arrival order decides
 in one file); its query's changelog is collected with the row kinds and applied to an
 empty multiset. Output, per case: {"name", "columns": [[name, type]], "rows": [...],
 "changes": n} or {"name", "error": "…"} when Flink rejects the case.
+
+Rows are read from Flink's Java iterator and converted here, field by field: PyFlink's
+own collect() cannot carry a NULL inside an ARRAY or MAP ("Ran out of input"), nor a
+TIMESTAMP_LTZ or an INTERVAL value (a pickling error), all of which are answers we
+need to compare.
 """
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import sys
+from decimal import Decimal
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -34,17 +41,65 @@ def run_case(case: dict) -> dict:
             env.execute_sql(statement)
         result = env.execute_sql(case["query"])
         schema = result.get_resolved_schema()
-        columns = [[c.get_name(), str(c.get_data_type())] for c in schema.get_columns()]
+        columns = [[c.get_name(), c._j_column.getDataType().toString()] for c in schema.get_columns()]
+        # py4j hands a Java float over as its shortest decimal text (1.1f -> 1.1), Spark
+        # as the double it widens to (1.100000023841858): FLOAT columns are widened here.
+        floats = [t.startswith("FLOAT") for _, t in columns]
         changes = []
-        with result.collect() as rows:
-            for r in rows:
-                changes.append((KINDS[r.get_row_kind().name], canonical.row(r._values)))
+        rows = result._j_table_result.collect()
+        try:
+            while rows.hasNext():
+                r = rows.next()
+                values = [java_value(r.getField(i)) for i in range(r.getArity())]
+                values = [as_float32(v) if f and isinstance(v, float) else v for v, f in zip(values, floats)]
+                changes.append((r.getKind().shortString(), canonical.row(values)))
+        finally:
+            rows.close()
         return {"name": case["name"], "columns": columns, "rows": canonical.final_rows(changes),
                 "changes": len(changes)}
     except Exception as exc:  # noqa: BLE001 - Flink's own rejection, reported as the case's result
         text = str(exc)
         lines = [l.strip() for l in text.splitlines() if "Exception:" in l or "SQL validation failed" in l]
         return {"name": case["name"], "error": (lines[0] if lines else text.splitlines()[0] if text else repr(exc))[:500]}
+
+
+def as_float32(v: float) -> float:
+    import struct
+
+    return struct.unpack("f", struct.pack("f", v))[0]
+
+
+def java_value(v):
+    """A Java value of a Flink row as the Python value canonical.value expects."""
+    if v is None or isinstance(v, (bool, int, float, str, Decimal)):
+        return v
+    if isinstance(v, (bytes, bytearray)):
+        return bytes(v)
+    cls = v.getClass().getName()
+    if cls == "java.math.BigDecimal":
+        return Decimal(v.toString())
+    if cls == "java.time.LocalDateTime":
+        return dt.datetime(v.getYear(), v.getMonthValue(), v.getDayOfMonth(), v.getHour(), v.getMinute(),
+                           v.getSecond(), v.getNano() // 1000)
+    if cls == "java.time.Instant":  # TIMESTAMP_LTZ: the instant as UTC wall-clock time
+        return dt.datetime(1970, 1, 1) + dt.timedelta(seconds=v.getEpochSecond(), microseconds=v.getNano() // 1000)
+    if cls == "java.time.LocalDate":
+        return dt.date(v.getYear(), v.getMonthValue(), v.getDayOfMonth())
+    if cls == "java.time.LocalTime":
+        return dt.time(v.getHour(), v.getMinute(), v.getSecond(), v.getNano() // 1000)
+    if cls == "java.time.Duration":
+        return dt.timedelta(seconds=v.getSeconds(), microseconds=v.getNano() // 1000)
+    if cls == "java.time.Period":
+        return ("months", v.toTotalMonths())
+    if cls == "org.apache.flink.types.Row":
+        return tuple(java_value(v.getField(i)) for i in range(v.getArity()))
+    from py4j.java_collections import JavaArray, JavaList, JavaMap
+
+    if isinstance(v, JavaMap):
+        return {java_value(k): java_value(x) for k, x in v.items()}
+    if isinstance(v, (JavaArray, JavaList)):
+        return [java_value(x) for x in v]
+    return ("other", v.toString())
 
 
 def main() -> int:
