@@ -180,7 +180,8 @@ def main() -> None:
     spark = build_session("latency-benchmark", {"spark.sql.streaming.numRecentProgressUpdates": "100000"})
     work = Path(a.work) / run_id
 
-    variables = {"sink_options": sink_options(a.bootstrap), "topic_prefix": f"{run_id}-",
+    variables = {"sink_options": sink_options(a.bootstrap), "sink_topics": "1",
+                 "bootstrap": a.bootstrap, "kafka_bounded": "", "topic_prefix": f"{run_id}-",
                  **{f"{t}_topic": n for t, n in topics.items()}}
     statements = load_statements(files=[str(ROOT / "benchmarks" / "pipelines" / "tables_kafka.sql"),
                                         str(ROOT / "benchmarks" / "pipelines" / QUERIES[a.query])],

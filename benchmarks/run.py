@@ -251,7 +251,8 @@ def main() -> None:
         if not data.exists():
             write(data, events, a.keys, a.files, seed=1)
         run_id = f"bench{int(time.time())}{tag}"
-        variables = {"data": str(data), "sink_options": sink_options(a.bootstrap), "topic_prefix": f"{run_id}-"}
+        variables = {"data": str(data), "sink_options": sink_options(a.bootstrap), "sink_topics": "1",
+                 "bootstrap": a.bootstrap, "kafka_bounded": "", "topic_prefix": f"{run_id}-"}
         files = [str(ROOT / "benchmarks" / "pipelines" / QUERIES[a.query])]
         if a.source == "files":
             files.insert(0, str(ROOT / "benchmarks" / "pipelines" / "tables_files.sql"))

@@ -1,7 +1,7 @@
 CREATE TABLE user_favorite_color_and_cheese (
   accountId STRING, userUid STRING, favoriteColor STRING, favoriteCheese STRING,
   PRIMARY KEY (userUid) NOT ENFORCED
-) WITH ({{ sink_options }}, 'topic' = '{{ topic_prefix }}color_and_cheese');
+) WITH ({{ sink_options }}{% if sink_topics %}, 'topic' = '{{ topic_prefix }}color_and_cheese'{% endif %});
 INSERT INTO user_favorite_color_and_cheese
 SELECT u.accountId, u.uid, c.favoriteColor, ch.favoriteCheese
 FROM users u

@@ -1,16 +1,17 @@
--- The benchmark's three tables as upsert-kafka topics (loaded by benchmarks/run.py).
+-- The benchmark's three tables as upsert-kafka topics (loaded by benchmarks/run.py and throughput.py).
+-- kafka_bounded: '' for the job (--once reads what is there), ", 'scan.bounded.mode' = 'latest-offset'" for Flink.
 CREATE TABLE users (
   uid STRING, accountId STRING, score INT,
   PRIMARY KEY (uid) NOT ENFORCED
-) WITH ('connector' = 'upsert-kafka', 'topic' = '{{ users_topic }}', 'properties.bootstrap.servers' = '127.0.0.1:19092',
-        'key.format' = 'raw', 'value.format' = 'json');
+) WITH ('connector' = 'upsert-kafka', 'topic' = '{{ users_topic }}', 'properties.bootstrap.servers' = '{{ bootstrap }}',
+        'key.format' = 'raw', 'value.format' = 'json'{{ kafka_bounded }});
 CREATE TABLE user_favorite_color (
   userUid STRING, favoriteColor STRING,
   PRIMARY KEY (userUid) NOT ENFORCED
-) WITH ('connector' = 'upsert-kafka', 'topic' = '{{ colors_topic }}', 'properties.bootstrap.servers' = '127.0.0.1:19092',
-        'key.format' = 'raw', 'value.format' = 'json');
+) WITH ('connector' = 'upsert-kafka', 'topic' = '{{ colors_topic }}', 'properties.bootstrap.servers' = '{{ bootstrap }}',
+        'key.format' = 'raw', 'value.format' = 'json'{{ kafka_bounded }});
 CREATE TABLE user_favorite_cheese (
   userUid STRING, favoriteCheese STRING,
   PRIMARY KEY (userUid) NOT ENFORCED
-) WITH ('connector' = 'upsert-kafka', 'topic' = '{{ cheeses_topic }}', 'properties.bootstrap.servers' = '127.0.0.1:19092',
-        'key.format' = 'raw', 'value.format' = 'json');
+) WITH ('connector' = 'upsert-kafka', 'topic' = '{{ cheeses_topic }}', 'properties.bootstrap.servers' = '{{ bootstrap }}',
+        'key.format' = 'raw', 'value.format' = 'json'{{ kafka_bounded }});
