@@ -1,0 +1,67 @@
+"""The job's side of a result comparison: a SQL file's one INSERT, its query run with
+job.api.collect (to the end of the input, every window closed, as --once) and its final
+rows written as JSON in tests/flink/canonical.py's form (as benchmarks/flink_runner.py does
+for Flink).
+
+    .venv/bin/python benchmarks/job_collect.py --sql pipeline.sql --out rows.json
+
+A query the job refuses gives {"refused": "<the job's message>"} and exit code 2; any other
+failure {"failed": "…"} and exit code 1.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "tests", "flink"))
+
+from benchmarks.engines import insert_parts, split_statements  # noqa: E402
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--sql", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--timeout", type=float, default=1800)
+    a = p.parse_args()
+    with open(a.sql) as f:
+        statements = split_statements(f.read())
+    inserts = [s for s in statements if insert_parts(s)]
+    others = [s for s in statements if not insert_parts(s)]
+    started = time.time()
+    try:
+        import canonical
+        from job.api import collect
+        from job.errors import PipelineError
+
+        if len(inserts) != 1:
+            raise ValueError(f"needs exactly one INSERT, the file has {len(inserts)}")
+        try:
+            result = collect(others, insert_parts(inserts[0])[1], timeout=a.timeout)
+        except PipelineError as exc:
+            import traceback
+
+            message = exc.render() if hasattr(exc, "render") else str(exc)
+            # refused while planning, or failed while running (raised where the query is awaited)
+            running = any(frame.name == "_await" for frame in traceback.extract_tb(exc.__traceback__))
+            with open(a.out, "w") as f:
+                json.dump({"failed" if running else "refused": message}, f)
+            return 1 if running else 2
+        changes = [(kind, canonical.row(values)) for kind, values in result.changes]
+        with open(a.out, "w") as f:
+            json.dump({"columns": [[n, str(t)] for n, t in result.columns], "rows": canonical.final_rows(changes),
+                       "changes": len(changes), "seconds": round(time.time() - started, 2)}, f, default=str)
+        return 0
+    except Exception as exc:  # noqa: BLE001 - reported as the run's result
+        with open(a.out, "w") as f:
+            json.dump({"failed": f"{type(exc).__name__}: {str(exc)[:1500]}"}, f)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
