@@ -1,0 +1,154 @@
+"""The pure parts of the Flink-vs-job benchmark harness (no engine, no broker, nothing timed):
+statement splitting, template rendering, changelog/upsert bookkeeping, result comparison,
+latency matching, Nexmark's event conversion and connector-option rewriting, the summary."""
+import json
+
+from benchmarks import engines, nexmark, summary, throughput
+from benchmarks.latency_engines import event_latencies, kept_up
+
+
+def test_split_statements_keeps_semicolons_in_quotes_and_drops_comments():
+    text = ("-- a comment; not a statement\nCREATE TABLE t (a STRING) WITH ('x' = 'a;b', `odd;name` = 'it''s');\n"
+            "/* block; comment */ INSERT INTO s SELECT ';' FROM t;\n\n;  \n")
+    assert engines.split_statements(text) == [
+        "CREATE TABLE t (a STRING) WITH ('x' = 'a;b', `odd;name` = 'it''s')",
+        "INSERT INTO s SELECT ';' FROM t",
+    ]
+
+
+def test_insert_parts():
+    assert engines.insert_parts("INSERT INTO nexmark_q0\nSELECT a FROM bid") == ("nexmark_q0", "SELECT a FROM bid")
+    assert engines.insert_parts("insert into `my sink` (a, b) select 1, 2") == ("my sink", "select 1, 2")
+    assert engines.insert_parts("CREATE VIEW v AS SELECT 1") is None
+
+
+def test_render_is_strict_and_handles_the_pipelines_conditionals():
+    text = "WITH ({{ sink_options }}{% if sink_topics %}, 'topic' = '{{ topic_prefix }}counts'{% endif %})"
+    assert engines.render(text, {"sink_options": "'connector' = 'blackhole'", "sink_topics": "", "topic_prefix": "x"}) \
+        == "WITH ('connector' = 'blackhole')"
+    assert engines.render(text, {"sink_options": "'c' = 'k'", "sink_topics": "1", "topic_prefix": "p-"}) \
+        == "WITH ('c' = 'k', 'topic' = 'p-counts')"
+    try:
+        engines.render("{{ missing }}", {})
+    except Exception as exc:  # noqa: BLE001
+        assert "missing" in str(exc)
+    else:
+        raise AssertionError("an undefined variable must fail")
+
+
+def test_seed_pipelines_render_for_both_engines(tmp_path):
+    for query in ("count", "join"):
+        for source in ("files", "kafka"):
+            flink = throughput.render_pipeline(query, source, "flink", tmp_path, "127.0.0.1:1", {"users": "u-topic"},
+                                               "blackhole")
+            job = throughput.render_pipeline(query, source, "job", tmp_path, "127.0.0.1:1", {"users": "u-topic"},
+                                             "blackhole")
+            assert "'connector' = 'blackhole')" in flink and "'topic'" not in flink.split("blackhole")[-1]
+            flink_sql, job_sql = " ".join(engines.split_statements(flink)), " ".join(engines.split_statements(job))
+            assert ("scan.bounded.mode" in flink_sql) == (source == "kafka")
+            assert "scan.bounded.mode" not in job_sql
+            assert len(engines.split_statements(flink)) == 5
+
+
+def test_upsert_table_and_compare_rows():
+    table = engines.upsert_table([("a", '{"n": 1}'), ("b", '{"n": 2}'), ("a", None), ("b", '{"n": 3}')])
+    assert table == {"b": {"n": 3}}
+    same = engines.compare_rows([[1, "x"], [2, None]], [[2, None], [1, "x"]])
+    assert same["same"] and same["rows"] == [2, 2]
+    diff = engines.compare_rows([[1], [1], [2]], [[1], [3]])
+    assert not diff["same"] and diff["only_first"] == 2 and diff["only_second"] == 1
+
+
+def test_reference_of_the_seed_queries(tmp_path):
+    for table, lines in {
+        "users": [{"before": None, "after": {"uid": "u1", "accountId": "a1", "score": 1}, "op": "c"},
+                  {"before": None, "after": {"uid": "u2", "accountId": "a1", "score": 1}, "op": "c"},
+                  {"before": {"uid": "u2", "accountId": "a1", "score": 1},
+                   "after": {"uid": "u2", "accountId": "a2", "score": 1}, "op": "u"},
+                  {"before": None, "after": {"uid": "u3", "accountId": "a2", "score": 1}, "op": "c"},
+                  {"before": {"uid": "u3", "accountId": "a2", "score": 1}, "after": None, "op": "d"}],
+        "colors": [{"before": None, "after": {"userUid": "u1", "favoriteColor": "red"}, "op": "c"}],
+        "cheeses": [],
+    }.items():
+        (tmp_path / table).mkdir()
+        (tmp_path / table / "part-00000.json").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    tables = throughput.final_tables(tmp_path)
+    assert throughput.reference("count", tables) == {"a1": {"accountId": "a1", "userCount": 1},
+                                                     "a2": {"accountId": "a2", "userCount": 1}}
+    join = throughput.reference("join", tables)
+    assert join["u1"]["favoriteColor"] == "red" and join["u2"]["favoriteColor"] is None and "u3" not in join
+
+
+def test_event_latencies_take_each_event_once_as_the_newest_of_its_record():
+    us = 1_000_000_000_000  # 1e6 s after the epoch, in microseconds … as seconds: 1e6
+    records = [
+        (0, 0, 1_000_000_150, "a1", json.dumps({"ts": us + 100_000})),            # event at 1e6+0.1 s, 50 ms
+        (0, 1, 1_000_000_400, "a1", json.dumps({"ts": us + 100_000})),            # the same event again: ignored
+        (1, 0, 1_000_000_900, "u1", json.dumps({"user_ts": us + 200_000, "color_ts": us + 700_000,
+                                                "cheese_ts": None})),             # newest 0.7 s: 200 ms
+        (1, 1, 1_000_001_000, "u2", None),                                        # tombstone
+        (1, 2, 1_000_009_000, "a2", json.dumps({"ts": us + 8_000_000})),          # outside the window
+    ]
+    got = event_latencies(records, (1e6, 1e6 + 5))
+    assert [(round(t, 3), round(l)) for t, l in got] == [(1e6 + 0.1, 50), (1e6 + 0.7, 200)]
+
+
+def test_kept_up():
+    steady = [(t, 100.0) for t in range(100)]
+    assert kept_up(steady, drain_s=0.5)["kept_up"]
+    assert not kept_up(steady, drain_s=30)["kept_up"]
+    growing = [(t, 100.0 + t * 100) for t in range(100)]
+    assert not kept_up(growing, drain_s=0.5)["kept_up"]
+
+
+def test_nexmark_events_in_flinks_schema():
+    bid = nexmark.convert_event({"Bid": {"auction": 1000, "bidder": 1001, "price": 5, "channel": "Apple",
+                                         "url": "https://x/y", "date_time": 1795515110285, "extra": ""}})
+    assert bid["event_type"] == 2 and bid["person"] is None and bid["auction"] is None
+    assert bid["bid"]["dateTime"] == "2026-11-24 10:11:50.285"
+    person = nexmark.convert_event({"Person": {"id": 7, "name": "n", "email_address": "e", "credit_card": "c",
+                                               "city": "x", "state": "or", "date_time": 0, "extra": ""}})
+    assert person["event_type"] == 0 and person["person"]["emailAddress"] == "e"
+    assert person["person"]["dateTime"] == "1970-01-01 00:00:00.000"
+
+
+def test_nexmark_rewrites_only_connector_options(tmp_path):
+    # a stand-in for the queries' files, in their shape (the real ones are not kept here)
+    (tmp_path / "ddl_gen.sql").write_text(
+        "-- the source\nCREATE TABLE datagen (\n  event_type int,\n  bid ROW<price BIGINT, `dateTime` TIMESTAMP(3)>,\n"
+        "  `dateTime` AS bid.`dateTime`,\n  WATERMARK FOR `dateTime` AS `dateTime` - INTERVAL '4' SECOND\n"
+        ") WITH (\n  'connector' = 'nexmark',\n  'events.num' = '${EVENTS_NUM}'\n);\n")
+    (tmp_path / "ddl_views.sql").write_text("CREATE VIEW bid AS SELECT bid.price, `dateTime` FROM ${NEXMARK_TABLE} "
+                                            "WHERE event_type = 2;\n")
+    (tmp_path / "q1.sql").write_text(
+        "CREATE TABLE nexmark_q1 (price BIGINT) PARTITIONED BY (price) WITH (\n 'connector' = 'filesystem',\n"
+        " 'path' = 'file://${NEXMARK_DIR}/x'\n);\nINSERT INTO nexmark_q1 SELECT price FROM bid;\n")
+    text = nexmark.pipeline("q1", tmp_path, tmp_path / "data")
+    statements = engines.split_statements(text)
+    assert statements[0].endswith(f"WITH ('connector' = 'filesystem', 'path' = '{tmp_path / 'data' / 'events'}', "
+                                  "'format' = 'json')")
+    assert "WATERMARK FOR `dateTime` AS `dateTime` - INTERVAL '4' SECOND" in statements[0]
+    assert "FROM datagen WHERE" in statements[1]
+    assert statements[2] == "CREATE TABLE nexmark_q1 (price BIGINT) PARTITIONED BY (price) WITH ('connector' = 'blackhole')"
+    assert statements[3] == "INSERT INTO nexmark_q1 SELECT price FROM bid"
+
+
+def test_with_clause_ignores_with_inside_names_and_literals():
+    s = "CREATE TABLE `with` (a STRING COMMENT 'with (x)') WITH ('k' = 'v (1)')"
+    start, end = nexmark.with_clause(s)
+    assert s[start:end] == "'k' = 'v (1)'"
+
+
+def test_summary_tables_from_records():
+    base = {"query": "count", "source": "files", "per_table": 500000, "events_read": 500000, "round": "r1",
+            "exit": 0, "cpu_s": 10.0, "peak_rss_mb": 900}
+    records = [dict(base, engine="flink", cache="cold", wall_s=10.0, events_per_s=50000, load_before=[1.0]),
+               dict(base, engine="job", cache="cold", wall_s=5.0, events_per_s=100000, load_before=[1.5]),
+               dict(base, engine="job", cache="warm", wall_s=5.0, events_per_s=100000, load_before=[1.5], exit=1,
+                    round="r0")]
+    rows = summary.throughput_table(records)
+    assert len(rows) == 3 and "| 2.00 |" in rows[2] and "1.0–1.5" in rows[2]
+    nex = summary.nexmark_table([{"query": "q5", "events": 10, "when": "2026-01-01T00:00:00Z",
+                                  "flink": {"ok": True, "timed": {"events_per_s": 7, "load_before": [0.5]}},
+                                  "job": {"runs": False, "refused": "OVER | not yet"}}])
+    assert "refused: OVER \\| not yet" in nex[2] and "| 7 |" in nex[2]
