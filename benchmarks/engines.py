@@ -241,8 +241,15 @@ class Measured:
                 time.sleep(0.05)
 
 
-def run_measured(cmd: list[str], log: Path, env: Optional[dict] = None, timeout: Optional[float] = None) -> dict:
-    return Measured(cmd, log, env).wait(timeout)
+def run_measured(cmd: list[str], log: Path, env: Optional[dict] = None, timeout: Optional[float] = None,
+                 cwd: Optional[Path] = None) -> dict:
+    return Measured(cmd, log, env, cwd).wait(timeout)
+
+
+def engine_cwd(engine: str) -> Path:
+    """Where an engine's process starts: the job from its own root (Spark's Python workers put
+    their working directory first on sys.path, so it must hold the job that is measured)."""
+    return job_root() if engine == "job" else ROOT
 
 
 # --- the two engines ------------------------------------------------------------------------
@@ -254,9 +261,37 @@ def engine_env() -> dict:
     return env
 
 
-def job_command(sql_file: Path, checkpoint: Path, once: bool = True, conf: Iterable[str] = ()) -> list[str]:
+def job_root(rev: Optional[str] = None) -> Path:
+    """Where the job runs from: this checkout, or (``rev``) a snapshot of a commit, so a
+    benchmark measures one known version while the working tree is being edited. The
+    snapshot (git archive) shares this checkout's .venv and fetched jars."""
+    rev = rev or os.environ.get("STREAMSQL_JOB_REV")
+    if not rev:
+        return ROOT
+    sha = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", f"{rev}^{{commit}}"], capture_output=True,
+                         text=True, check=True).stdout.strip()
+    dest = Path(os.environ.get("STREAMSQL_BENCH_WORK", "/tmp/streamsql-bench")) / "job-snapshots" / sha[:12]
+    if not (dest / "spark-submit.sh").exists():
+        tmp = dest.with_name(dest.name + ".tmp")
+        subprocess.run(["rm", "-rf", str(tmp)], check=True)
+        tmp.mkdir(parents=True)
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", sha], capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive, check=True)
+        (tmp / ".venv").symlink_to(ROOT / ".venv")
+        for sub in (ROOT / "jars").iterdir():  # real directories of links: find(1) lists them
+            if sub.is_dir():
+                (tmp / "jars" / sub.name).mkdir(parents=True, exist_ok=True)
+                for jar in sub.iterdir():
+                    if not (tmp / "jars" / sub.name / jar.name).exists():
+                        (tmp / "jars" / sub.name / jar.name).symlink_to(jar.resolve())
+        tmp.rename(dest)
+    return dest
+
+
+def job_command(sql_file: Path, checkpoint: Path, once: bool = True, conf: Iterable[str] = (),
+                root: Optional[Path] = None) -> list[str]:
     """The job as users run it: ./spark-submit.sh (local[*] on this machine: 2 cores)."""
-    cmd = [str(ROOT / "spark-submit.sh")]
+    cmd = [str((root or job_root()) / "spark-submit.sh")]
     for c in conf:
         cmd += ["--conf", c]
     cmd += ["--", "--file", str(sql_file), "--checkpoint-dir", str(checkpoint)]
@@ -277,6 +312,33 @@ def flink_command(sql_file: Path, parallelism: int = 2, collect: Optional[Path] 
     if collect:
         cmd += ["--collect", str(collect)]
     return cmd
+
+
+def first_error(log: Path) -> str:
+    """An engine's own message ("error: …" / "flink error: …" and what follows) or the log's end."""
+    text = log.read_text(errors="replace") if log.exists() else ""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("error:") or line.startswith("flink error:"):
+            return "\n".join(lines[i:i + 6])[:1500]
+    return "\n".join(lines[-8:])[:1500]
+
+
+def collect_rows(engine: str, sql_file: Path, out: Path, timeout: Optional[float] = None) -> dict:
+    """The final rows of the file's one INSERT's query on an engine (Flink: collect(); the job:
+    job.api.collect), as {"rows": [...], "changes": n} or {"error"/"refused"/"failed": "…"}."""
+    log = out.with_suffix(".log")
+    if engine == "flink":
+        cmd = flink_command(sql_file, collect=out)
+    else:
+        cmd = [str(JOB_PYTHON), str(ROOT / "benchmarks" / "job_collect.py"), "--sql", str(sql_file), "--out", str(out)]
+    env = engine_env()
+    if engine == "job":
+        env["STREAMSQL_JOB_ROOT"] = env["PYTHONPATH"] = str(job_root())
+    figures = run_measured(cmd, log, env, timeout, cwd=engine_cwd(engine))
+    result = json.loads(out.read_text()) if out.exists() else {"failed": first_error(log)}
+    result["collect_wall_s"] = figures["wall_s"]
+    return result
 
 
 def tail(path: Path, lines: int = 15) -> str:
@@ -305,9 +367,17 @@ def now_utc() -> str:
 
 
 def git_commit() -> str:
+    """The job's version a record was measured with: the snapshot's commit (--job-rev), or
+    HEAD, marked '+dirty' when the working tree's job/, conf/ or scripts/ differ from it."""
     try:
-        return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, timeout=10).stdout.strip()
+        rev = os.environ.get("STREAMSQL_JOB_REV") or "HEAD"
+        sha = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", rev], capture_output=True,
+                             text=True, timeout=10).stdout.strip()
+        if rev != "HEAD":
+            return sha
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "job", "conf", "scripts",
+                                "spark-submit.sh"], capture_output=True, text=True, timeout=30).stdout.strip()
+        return sha + ("+dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return ""
 

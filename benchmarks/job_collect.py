@@ -22,6 +22,10 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "flink"))
 
 from benchmarks.engines import insert_parts, split_statements  # noqa: E402
 
+# the job itself from STREAMSQL_JOB_ROOT (a snapshot of a commit: benchmarks/engines.job_root)
+if os.environ.get("STREAMSQL_JOB_ROOT"):
+    sys.path.insert(0, os.environ["STREAMSQL_JOB_ROOT"])
+
 
 def main() -> int:
     p = argparse.ArgumentParser()

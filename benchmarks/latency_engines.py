@@ -103,7 +103,7 @@ def run_one(a, engine: str, stamp: str) -> dict:
     sql_file.write_text(render(a.query, a.bootstrap, prefix))
     cmd = (engines.job_command(sql_file, run_dir / "checkpoints", once=False) if engine == "job"
            else engines.flink_command(sql_file))
-    proc = engines.Measured(cmd, run_dir / f"{engine}.log", engines.engine_env())
+    proc = engines.Measured(cmd, run_dir / f"{engine}.log", engines.engine_env(), engines.engine_cwd(engine))
     started = time.time()
     producer = kafka_tool.start_rate(a.bootstrap, prefix, READS[a.query], a.rate, a.warmup + a.seconds, a.keys,
                                      a.seed, run_dir / "producer.log")
@@ -168,10 +168,13 @@ def main() -> None:
     p.add_argument("--drain-timeout", type=float, default=120)
     p.add_argument("--bootstrap", default=os.environ.get("BENCH_KAFKA", "127.0.0.1:19192"))
     p.add_argument("--work", default=os.environ.get("STREAMSQL_BENCH_WORK", "/tmp/streamsql-bench"))
+    p.add_argument("--job-rev", help="run the job from a snapshot of this commit (default: the working tree)")
     p.add_argument("--note", default="")
     p.add_argument("--results", default=str(RESULTS))
     a = p.parse_args()
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    if a.job_rev:
+        os.environ["STREAMSQL_JOB_REV"] = a.job_rev
     stamp = time.strftime("%Y%m%d-%H%M%S")
     for engine in a.engines.split(","):
         record = run_one(a, engine, stamp)

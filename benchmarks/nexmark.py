@@ -196,36 +196,17 @@ def pipeline(query: str, qdir: Path, data: Path) -> str:
 
 # --- running -------------------------------------------------------------------------------
 
-def first_error(log: Path) -> str:
-    """The job's own message ("error: …" and what follows it) or the log's last lines."""
-    text = log.read_text(errors="replace") if log.exists() else ""
-    lines = text.splitlines()
-    for i, line in enumerate(lines):
-        if line.startswith("error:") or line.startswith("flink error:"):
-            return "\n".join(lines[i:i + 6])[:1500]
-    return "\n".join(lines[-8:])[:1500]
-
-
 def collect(engine: str, sql_file: Path, out: Path, timeout: float) -> dict:
-    log = out.with_suffix(".log")
-    if engine == "flink":
-        cmd = engines.flink_command(sql_file, collect=out)
-    else:
-        cmd = [str(engines.JOB_PYTHON), str(ROOT / "benchmarks" / "job_collect.py"), "--sql", str(sql_file),
-               "--out", str(out)]
-    figures = engines.run_measured(cmd, log, engines.engine_env(), timeout)
-    result = json.loads(out.read_text()) if out.exists() else {"failed": first_error(log)}
-    result["collect_wall_s"] = figures["wall_s"]
-    return result
+    return engines.collect_rows(engine, sql_file, out, timeout)
 
 
 def timed(engine: str, sql_file: Path, run_dir: Path, events: int, timeout: float) -> dict:
     log = run_dir / f"{engine}-timed.log"
     cmd = (engines.job_command(sql_file, run_dir / "checkpoints", once=True) if engine == "job"
            else engines.flink_command(sql_file))
-    figures = engines.run_measured(cmd, log, engines.engine_env(), timeout)
+    figures = engines.run_measured(cmd, log, engines.engine_env(), timeout, cwd=engines.engine_cwd(engine))
     if figures["exit"] != 0:
-        figures["error"] = first_error(log)
+        figures["error"] = engines.first_error(log)
     else:
         figures["events_per_s"] = round(events / figures["wall_s"])
     return figures
@@ -280,6 +261,7 @@ def main() -> None:
     r.add_argument("--no-timing", action="store_true", help="compare results only")
     r.add_argument("--timeout", type=float, default=1800)
     r.add_argument("--work", default=os.environ.get("STREAMSQL_BENCH_WORK", "/tmp/streamsql-bench"))
+    r.add_argument("--job-rev", help="run the job from a snapshot of this commit (default: the working tree)")
     r.add_argument("--note", default="")
     r.add_argument("--results", default=str(RESULTS))
     a = p.parse_args()
@@ -287,6 +269,8 @@ def main() -> None:
         print(json.dumps(convert(sys.stdin, Path(a.out), a.files)), file=sys.stderr)
         return
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    if a.job_rev:
+        os.environ["STREAMSQL_JOB_REV"] = a.job_rev
     data, meta = dataset(Path(a.work), a.events, a.files)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     for query in a.query or QUERIES:

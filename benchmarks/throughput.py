@@ -30,7 +30,10 @@ tables the query reads: the count reads only users) and events read per wall sec
 RSS of the tree, load average before and after, the machine, commit and note.
 
 --check runs each engine once into a real sink instead (upsert-kafka topics, one per engine)
-and compares the tables those topics stand for (last value per key): results/check.jsonl.
+and compares the tables those topics stand for (last value per key) with each other and with
+a reference (the query computed in Python from the tables the changelog leaves); then runs
+the query once more per engine without a sink (Flink's collect(), the job's
+job.api.collect) and compares those final rows with the reference too: results/check.jsonl.
 
 Each table is one file by default: Flink's filesystem source reads a table's files in
 parallel with no order between them, so a changelog spread over several files gives Flink
@@ -154,7 +157,7 @@ def run_engine(engine: str, sql: str, run_dir: Path, timeout: float) -> dict:
         cmd = engines.job_command(sql_file, run_dir / "checkpoints", once=True)
     else:
         cmd = engines.flink_command(sql_file)
-    figures = engines.Measured(cmd, log, engines.engine_env()).wait(timeout)
+    figures = engines.Measured(cmd, log, engines.engine_env(), engines.engine_cwd(engine)).wait(timeout)
     if figures["exit"] != 0:
         figures["error"] = engines.tail(log, 12)
     if engine == "flink":  # Flink's own phases: JVM + planning, then the job itself
@@ -255,14 +258,28 @@ def check(a) -> None:
     names = list(tables)
     versus = {e: engines.compare_rows(rows[e], ref_rows) for e in names}
     diff = engines.compare_rows(rows[names[0]], rows[names[-1]])
+    # the query's own result, without a sink: Flink's collect(), the job's job.api.collect
+    columns = ["accountId", "userCount"] if a.query == "count" else ["accountId", "userUid", "favoriteColor",
+                                                                    "favoriteCheese"]
+    ref_list = [[v[c] for c in columns] for v in expected.values()]
+    collected, versus_collect = {}, {}
+    for engine in names:
+        sql_file = work / "runs" / stamp / f"check-{engine}" / f"{engine}.sql"
+        got = engines.collect_rows(engine, sql_file, sql_file.with_name("collect.json"), a.timeout)
+        collected[engine] = {k: v for k, v in got.items() if k != "rows"}
+        if "rows" in got:
+            versus_collect[engine] = engines.compare_rows(got["rows"], ref_list)
     record = {"kind": "check", "query": a.query, "source": a.source, "per_table": a.per_table, "keys": a.keys,
               "engines": names, "same": diff["same"], "diff": diff,
               "same_as_reference": {e: d["same"] for e, d in versus.items()}, "versus_reference": versus,
+              "collect_same_as_reference": {e: d["same"] for e, d in versus_collect.items()},
+              "collect_versus_reference": versus_collect, "collect_runs": collected,
               "runs": figures, "when": engines.now_utc(), "commit": engines.git_commit(), "note": a.note}
     engines.append_jsonl(Path(a.results).with_name("check.jsonl"), record)
     print(json.dumps({"query": a.query, "source": a.source, "same": diff["same"], "rows": diff["rows"],
                       "only_" + names[0]: diff["only_first"], "only_" + names[-1]: diff["only_second"],
-                      "same_as_reference": record["same_as_reference"]}), flush=True)
+                      "sink_same_as_reference": record["same_as_reference"],
+                      "collect_same_as_reference": record["collect_same_as_reference"]}), flush=True)
 
 
 def main() -> None:
@@ -281,10 +298,13 @@ def main() -> None:
     p.add_argument("--bootstrap", default=os.environ.get("BENCH_KAFKA", "127.0.0.1:19192"))
     p.add_argument("--work", default=os.environ.get("STREAMSQL_BENCH_WORK", "/tmp/streamsql-bench"))
     p.add_argument("--timeout", type=float, default=3600)
+    p.add_argument("--job-rev", help="run the job from a snapshot of this commit (default: the working tree)")
     p.add_argument("--note", default="")
     p.add_argument("--results", default=str(RESULTS))
     a = p.parse_args()
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    if a.job_rev:
+        os.environ["STREAMSQL_JOB_REV"] = a.job_rev
     check(a) if a.check else throughput(a)
 
 
