@@ -109,7 +109,7 @@ def test_nexmark_events_in_flinks_schema():
     person = nexmark.convert_event({"Person": {"id": 7, "name": "n", "email_address": "e", "credit_card": "c",
                                                "city": "x", "state": "or", "date_time": 0, "extra": ""}})
     assert person["event_type"] == 0 and person["person"]["emailAddress"] == "e"
-    assert person["person"]["dateTime"] == "1970-01-01 00:00:00.000"
+    assert person["person"]["dateTime"] == "1970-01-01 00:00:00.000" == person["dateTime"]
 
 
 def test_nexmark_rewrites_only_connector_options(tmp_path):
@@ -131,6 +131,18 @@ def test_nexmark_rewrites_only_connector_options(tmp_path):
     assert "FROM datagen WHERE" in statements[1]
     assert statements[2] == "CREATE TABLE nexmark_q1 (price BIGINT) PARTITIONED BY (price) WITH ('connector' = 'blackhole')"
     assert statements[3] == "INSERT INTO nexmark_q1 SELECT price FROM bid"
+
+
+def test_nexmark_diagnostic_variant_makes_datetime_physical(tmp_path):
+    (tmp_path / "ddl_gen.sql").write_text(
+        "CREATE TABLE datagen (\n  event_type int,\n  bid ROW<`dateTime` TIMESTAMP(3)>,\n  `dateTime` AS\n    CASE\n"
+        "      WHEN event_type = 2 THEN bid.`dateTime`\n    END,\n"
+        "  WATERMARK FOR `dateTime` AS `dateTime` - INTERVAL '4' SECOND\n) WITH ('connector' = 'nexmark');\n")
+    (tmp_path / "ddl_views.sql").write_text("CREATE VIEW bid AS SELECT `dateTime` FROM ${NEXMARK_TABLE};\n")
+    (tmp_path / "q0.sql").write_text("CREATE TABLE s (d TIMESTAMP(3)) WITH ('connector' = 'print');\n"
+                                     "INSERT INTO s SELECT `dateTime` FROM bid;\n")
+    source = engines.split_statements(nexmark.pipeline("q0", tmp_path, tmp_path, "physical-datetime"))[0]
+    assert "`dateTime` TIMESTAMP(3),\n  WATERMARK FOR `dateTime`" in source and "CASE" not in source
 
 
 def test_with_clause_ignores_with_inside_names_and_literals():
