@@ -87,8 +87,8 @@ def load_range(records) -> str:
     loads = [r["load_before"][0] for r in records if r.get("load_before")]
     if not loads:
         return "–"
-    lo, hi = min(loads), max(loads)
-    return f"{lo:.1f}" if lo == hi else f"{lo:.1f}–{hi:.1f}"
+    lo, hi = f"{min(loads):.1f}", f"{max(loads):.1f}"
+    return lo if lo == hi else f"{lo}–{hi}"
 
 
 def throughput_table(records: list[dict]) -> list[str]:
@@ -127,15 +127,16 @@ def check_table(records: list[dict]) -> list[str]:
     latest: dict = {}
     for r in records:
         latest[(r["query"], r["source"], r["per_table"])] = r
-    rows = ["| query | source | events per table | same final rows | Flink = reference | job = reference "
-            "| rows Flink / job | when |", "|---|---|---|---|---|---|---|---|"]
+    rows = ["| query | source | events per table | sinks: same table | Flink's sink = reference "
+            "| job's sink = reference | Flink's result = reference | job's result = reference | sink rows Flink / job "
+            "| job version | when |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for key in sorted(latest):
         r = latest[key]
-        ref = r.get("same_as_reference", {})
+        ref, col = r.get("same_as_reference", {}), r.get("collect_same_as_reference", {})
         yes = {True: "yes", False: "**no**", None: "–"}
         rows.append(f"| {QUERY_NAMES.get(r['query'], r['query'])} | {r['source']} | {r['per_table']:,} | {yes[r['same']]} "
-                    f"| {yes[ref.get('flink')]} | {yes[ref.get('job')]} | {r['diff']['rows'][0]:,} / {r['diff']['rows'][1]:,} "
-                    f"| {r['when'][:10]} |")
+                    f"| {yes[ref.get('flink')]} | {yes[ref.get('job')]} | {yes[col.get('flink')]} | {yes[col.get('job')]} "
+                    f"| {r['diff']['rows'][0]:,} / {r['diff']['rows'][1]:,} | {r.get('commit', '')} | {r['when'][:10]} |")
     return rows if len(rows) > 2 else ["No correctness check recorded yet."]
 
 
@@ -206,7 +207,8 @@ def build(results: Path) -> str:
              "\n".join(throughput_table(read_jsonl(results / "throughput.jsonl"))),
              "\n## Same result\n",
              "Each engine once into an upsert-kafka topic; the tables the topics stand for compared with each "
-             "other and with the query computed directly from the changelog (the reference).\n",
+             "other and with the query computed directly from the changelog (the reference). Then each engine's "
+             "own result without a sink (Flink's collect(), the job's job.api.collect) against the reference.\n",
              "\n".join(check_table(read_jsonl(results / "check.jsonl"))),
              "\n## Latency on Kafka at a fixed rate\n",
              "From the produce time carried in each record to the broker's append time of the sink record "
