@@ -93,7 +93,9 @@ MAIN="$ROOT/job/main.py"
 "$ROOT/scripts/jars.sh" spark --quiet
 JARS="$(find "$ROOT/jars/spark" -maxdepth 1 -name '*.jar' | sort | paste -sd, -)"
 [[ -n "$JARS" ]] || die "no jars in jars/spark (scripts/jars.sh spark --force)"
-JARS="$JARS${USER_JARS:+,$USER_JARS}"
+# The changelog engine's operators (engine/, built by scripts/build_engine.sh).
+"$ROOT/scripts/build_engine.sh"
+JARS="$JARS,$ROOT/jars/engine/streamsql-engine.jar${USER_JARS:+,$USER_JARS}"
 
 # --- job package for executors ------------------------------------------------------------
 # Deterministic zip (fixed timestamps, sorted), named by content hash: rebuilding unchanged

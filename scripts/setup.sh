@@ -9,6 +9,8 @@ PYTHON=${PYTHON:-python3}
 # Bytecode in pyspark.zip: every Python worker imports PySpark from it (0.6 s less per worker).
 .venv/bin/python scripts/precompile_pyspark.py
 ./scripts/jars.sh all
+# The changelog engine's operators (Java, engine/) into jars/engine/.
+./scripts/build_engine.sh
 # A class-data-sharing archive of Spark's classes (job/run/driver_jvm.py): every driver JVM
 # starts 2-3 s faster. Written once per JDK and PySpark (about a minute), kept after that.
 .venv/bin/python scripts/build_jvm_archive.py

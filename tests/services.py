@@ -43,10 +43,14 @@ def ensure_jars(which: str = "all") -> None:
 
 
 def spark_jars() -> list[str]:
-    """Absolute paths of the jars Spark needs on top of pyspark's own (Kafka connector, JDBC)."""
+    """Absolute paths of the jars Spark needs on top of pyspark's own (Kafka connector,
+    JDBC, the changelog engine), as the job's own sessions get them."""
     ensure_jars("spark")
-    jars = sorted(str(p) for p in SPARK_JARS_DIR.glob("*.jar"))
-    if not jars:
+    subprocess.run([str(ROOT / "scripts" / "build_engine.sh")], check=True)
+    from job.run.session import project_jars
+
+    jars = project_jars()
+    if not any("jars/spark/" in j for j in jars):
         raise RuntimeError(f"no jars in {SPARK_JARS_DIR}; run scripts/jars.sh spark --force")
     return jars
 

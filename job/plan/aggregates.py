@@ -18,11 +18,11 @@ from sqlglot import exp
 from job.plan import engine
 from job.plan.relation import NET, SIGN, Field, Rel, flink_key
 from job.sql.flink.functions import is_aggregate, lookup
-from job.sql.flink.translate import Typed, wrap_integer
+from job.sql.flink.translate import Typed
 from job.sql.types import LogicalType
 
-# What the engine's aggregate operator computes under retractions (today).
-RETRACTABLE = {"count", "sum", "avg", "min", "max"}
+# The aggregate functions the engine's aggregate operator computes (under retractions too).
+ENGINE_AGGREGATES = {"count", "sum", "avg", "min", "max", "listagg", "first_value", "last_value"}
 
 
 @dataclass
@@ -33,6 +33,7 @@ class AggCall:
     distinct: bool
     condition: Optional[exp.Expression]
     result: LogicalType = None
+    separator: Optional[str] = None   # LISTAGG's
 
 
 def aggregate_calls(node: exp.Expression):
@@ -85,7 +86,14 @@ def parse_call(planner, call: exp.Expression) -> AggCall:
         if len(args) > 1 and function.engine != "listagg":
             raise planner.error(call, f"{call.name} takes one argument")
         arg = args[0]
-    return AggCall(node, function, arg, distinct, condition)
+    separator = None
+    if function.engine == "listagg":
+        separator = ","
+        if len(args) == 2:
+            if not (isinstance(args[1], exp.Literal) and args[1].is_string):
+                raise planner.error(args[1], "the separator of LISTAGG must be a string literal")
+            separator = args[1].this
+    return AggCall(node, function, arg, distinct, condition, separator=separator)
 
 
 def plan_aggregate(planner, rel: Rel, node: exp.Select) -> Rel:
@@ -122,35 +130,39 @@ def group_aggregate(planner, rel: Rel, node: exp.Select) -> Rel:
 
     gcols = [f"g{i}" for i in range(len(group_values))]
     staged_cols = [F.expr(v.sql).alias(c) for v, c in zip(group_values, gcols)]
-    specs, arg_cols = [], []
+    specs = []
     atr = planner.translator(rel, "an aggregate")
     for i, call in enumerate(calls):
         engine_name = call.function.engine
-        if engine_name not in RETRACTABLE:
-            raise planner.error(call.node, f"the aggregate function {call.function.name} is not supported yet "
-                                           "on this query's input")
+        if engine_name not in ENGINE_AGGREGATES:
+            raise planner.error(call.node, f"the aggregate function {call.function.name} is not supported yet")
         arg = atr.expr(call.arg) if call.arg is not None else None
-        if arg is not None:
-            call.result = call.function.result([arg.type])
-        else:
-            call.result = call.function.result([])
+        call.result = call.function.result([arg.type] if arg is not None else [])
         arg_sql = arg.sql if arg is not None else None
         if call.condition is not None:
             cond = atr.condition(call.condition, "FILTER (WHERE …)")
             arg_sql = f"CASE WHEN {cond.sql} THEN {arg_sql if arg_sql is not None else '1'} END"
+        spec = {"fn": engine_name, "distinct": call.distinct, "name": f"r{i}",
+                "result": engine.spark_type_json(call.result)}
         if arg_sql is None:
-            specs.append(("count_star", "int", False))
-            arg_cols.append(None)
-            continue
-        kind = _value_kind(arg.type if arg is not None else None)
-        if engine_name in ("sum", "avg") and kind == "other":
-            raise planner.error(call.node, f"{call.function.name} needs a numeric argument, not {arg.type}")
-        specs.append((engine_name, kind, call.distinct))
-        col = f"a{i}"
-        arg_cols.append(col)
-        staged_cols.append(F.expr(_as_text(arg_sql, arg.type if arg is not None else None)).alias(col))
-    staged = planner.signed(rel).select(*staged_cols, F.col(SIGN).alias("sign"))
-    result = engine.group_aggregate(planner, staged, gcols, arg_cols, specs, global_agg=not gcols)
+            spec["fn"] = "count_star"
+        else:
+            if engine_name in ("sum", "avg") and not (arg is None or arg.type.is_numeric or arg.type.is_null):
+                raise planner.error(call.node, f"{call.function.name} needs a numeric argument, not {arg.type}")
+            if arg is not None and not arg.type.is_null and _unordered(arg.type) and engine_name in (
+                    "min", "max", "first_value", "last_value", "listagg"):
+                raise planner.error(call.node, f"{call.function.name} of a {arg.type.summary(False)} value is not "
+                                               "supported yet")
+            col = f"a{i}"
+            spec["arg"] = col
+            spark_type = arg.type.spark if arg is not None and not arg.type.is_null else "int"
+            staged_cols.append(F.expr(f"CAST({arg_sql} AS {spark_type})").alias(col))
+        if call.separator is not None:
+            spec["separator"] = call.separator
+        specs.append(spec)
+    staged = planner.signed(rel).select(*staged_cols, F.col(SIGN))
+    result = engine.group_aggregate(planner, staged, gcols, specs, global_agg=not gcols,
+                                    append_only=rel.append_only)
 
     fields, selected, replacements = [], [], {}
     for g, value, gcol in zip(group_exprs, group_values, gcols):
@@ -165,10 +177,10 @@ def group_aggregate(planner, rel: Rel, node: exp.Select) -> Rel:
     for i, call in enumerate(calls):
         col = planner.fresh("_a")
         fields.append(Field(f"__agg{i}", None, col, call.result))
-        selected.append(F.expr(_from_text(f"r{i}", call.result, call.function.engine)).alias(col))
+        selected.append(F.col(f"r{i}").alias(col))
         replacements[flink_key(call.node)] = Typed(f"`{col}`", call.result)
     group_cols = frozenset(f.col for f in fields[: len(gcols)])
-    agg_rel = Rel(result.select(*selected, F.col("sign").alias(SIGN), F.col("net").alias(NET)), fields,
+    agg_rel = Rel(result.select(*selected, F.col(SIGN), F.col(NET)), fields,
                   append_only=False, unique_key=group_cols, net_key=group_cols if gcols else None,
                   steps=rel.steps + [
                       f"aggregate by ({', '.join(planner.current.flink_sql(g) for g in group_exprs) or 'nothing: one global row'}) "
@@ -193,35 +205,6 @@ def group_by_all(planner, rel: Rel) -> Rel:
     return out
 
 
-def _value_kind(x: Optional[LogicalType]) -> str:
-    if x is None:
-        return "int"
-    if x.name == "DECIMAL":
-        return "decimal"
-    if x.is_integral:
-        return "int"
-    if x.name in ("FLOAT", "DOUBLE"):
-        return "float"
-    if x.name == "BOOLEAN":
-        return "other"
-    return "other"
-
-
-def _as_text(sql: str, x: Optional[LogicalType]) -> str:
-    """An aggregate argument as text the operator reads back exactly (timestamps with
-    microseconds, so their text order is their time order)."""
-    if x is not None and x.is_timestamp:
-        return f"date_format({sql}, 'yyyy-MM-dd HH:mm:ss.SSSSSS')"
-    return f"CAST({sql} AS STRING)"
-
-
-def _from_text(col: str, x: LogicalType, engine_name: str = "") -> str:
-    """An operator result (text) as a value of the Flink result type."""
-    if x.is_integral:
-        # AVG of integers truncates toward zero, as Flink's integer division does.
-        whole = f"CAST(CAST({col} AS DOUBLE) AS BIGINT)" if engine_name == "avg" \
-            else f"CAST(CAST({col} AS DECIMAL(38,0)) AS BIGINT)"
-        return wrap_integer(whole, x) if x.name != "BIGINT" else whole
-    if x.is_timestamp:
-        return f"to_timestamp({col}, 'yyyy-MM-dd HH:mm:ss.SSSSSS')"
-    return f"CAST({col} AS {x.spark})"
+def _unordered(x: LogicalType) -> bool:
+    """Types the engine's value-keeping aggregates do not order or keep (collections)."""
+    return x.name in ("ARRAY", "MAP", "MULTISET", "ROW")

@@ -1,18 +1,47 @@
 """The planner's calls into the engine's stateful operators.
 
-Each function takes relations (or staged DataFrames) and returns the operator's output
-as a DataFrame of typed columns; how the operator keeps its state is the engine's
-business (:mod:`job.changelog`). The planner never builds operator inputs itself, so
-the engine can change its state layout and row encoding without touching planning.
+The operators run in the JVM (``engine/``, Java against Spark's transformWithState API,
+built by scripts/setup.sh into jars/engine/): each takes a streaming DataFrame and a
+specification naming the columns it reads, and returns its output DataFrame. Rows stay
+Spark rows from the source to the sink; state is kept per key in Spark's state store.
+The planner never builds an operator's state layout itself, so the engine can change it
+without touching planning.
 """
 from __future__ import annotations
 
-from job.plan.relation import NET, SIGN, Rel
+import json
+from job.plan.relation import SIGN, Rel
 
-# to_json/from_json options that round-trip every value the operators carry.
-ROW_JSON = {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX",
-            "timestampNTZFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSS"}
-BUCKET = "__bucket"
+ENGINE_CLASS = "streamsql.engine.Engine"
+
+
+def call(planner, operator: str, df, spec: dict):
+    """Run one of the engine's operators (``normalize``, ``aggregate``, ``join``,
+    ``materialize``, ``rank``) over ``df``."""
+    from pyspark.sql import DataFrame
+
+    spark = planner.spark
+    spec = {**spec, "ttl_ms": planner.state_ttl_ms or 0}
+    engine = spark._jvm
+    for part in ENGINE_CLASS.split("."):
+        engine = getattr(engine, part)
+    try:
+        jdf = getattr(engine, operator)(df._jdf, json.dumps(spec))
+    except Exception as exc:  # noqa: BLE001 - py4j: the class is missing when the jar is
+        if "does not exist in the JVM" in str(exc) or "is not callable" in str(exc):
+            from job.errors import PipelineError
+
+            raise PipelineError("the changelog engine's jar is not on Spark's class path",
+                                hint="run ./scripts/setup.sh (it builds jars/engine/streamsql-engine.jar)") from None
+        raise
+    return DataFrame(jdf, spark)
+
+
+def spark_type_json(logical) -> dict:
+    """A Flink type's Spark type, as the JSON the engine reads."""
+    from pyspark.sql.types import _parse_datatype_string
+
+    return json.loads(_parse_datatype_string(logical.spark).json())
 
 
 def schema_of(rel: Rel, cols=None):
@@ -23,74 +52,42 @@ def schema_of(rel: Rel, cols=None):
     return StructType([StructField(c, _parse_datatype_string(by_col[c].type.spark), True) for c in wanted])
 
 
-def row_json(cols: list[str]):
-    from pyspark.sql import functions as F
-
-    return F.to_json(F.struct(*[F.col(f"`{c}`") for c in cols]), ROW_JSON)
-
-
-def from_row_json(column: str, schema):
-    from pyspark.sql import functions as F
-
-    parsed = F.from_json(F.col(column), schema, ROW_JSON)
-    return [parsed[f.name].alias(f.name) for f in schema.fields]
-
-
-def bucket(planner, key_col):
-    from pyspark.sql import functions as F
-
-    return F.pmod(F.xxhash64(key_col), F.lit(planner.buckets)).alias(BUCKET)
-
-
-def stateful(df, processor, schema: str):
-    return df.groupBy(BUCKET).transformWithStateInPandas(processor, schema, "Append", "None")
-
-
 def normalize(planner, rel: Rel) -> Rel:
     """An upsert table's latest row per key → signed changes (retractions)."""
-    from pyspark.sql import functions as F
-
-    from job.changelog import operators as ops
-
     cols = rel.cols()
-    prepared = rel.df.select(row_json(list(rel.pending_upsert)).alias("k"), row_json(cols).alias("row"),
-                             "kind", "seq_major", "seq_minor")
-    prepared = prepared.select(bucket(planner, F.col("k")), "*")
-    normalized = stateful(prepared, ops.Normalize(), ops.Normalize.OUTPUT)
-    out = normalized.select(*from_row_json("row", schema_of(rel)), F.col("sign").alias(SIGN))
-    return Rel(out, rel.fields, append_only=False, unique_key=rel.unique_key, computed=rel.computed,
-               steps=rel.steps + [f"normalize by PRIMARY KEY into retractions [stateful, {planner.buckets} buckets]"])
+    out = call(planner, "normalize", rel.df, {"keys": list(rel.pending_upsert), "row": cols, "kind": "kind",
+                                              "major": "seq_major", "minor": "seq_minor"})
+    return Rel(out.select(*cols, SIGN), rel.fields, append_only=False, unique_key=rel.unique_key,
+               computed=rel.computed,
+               steps=rel.steps + ["normalize by PRIMARY KEY into retractions [stateful]"])
 
 
-def group_aggregate(planner, staged, group_cols: list[str], arg_cols: list, specs: list, global_agg: bool):
-    """Retractable aggregation. ``staged`` has the group columns, the argument columns
-    (as text), and ``sign``; returns (sign, group columns, r0…, net) with results as text."""
-    from pyspark.sql import functions as F
+def group_aggregate(planner, staged, group_cols: list[str], calls: list[dict], global_agg: bool,
+                    append_only: bool):
+    """Retractable aggregation. ``staged`` has the group columns, the argument columns and
+    ``__sign``; ``calls`` are the engine's aggregate specifications (fn, arg, distinct,
+    separator, result, name). Returns (__sign, group columns, results by name, __net)."""
+    return call(planner, "aggregate", staged, {"keys": group_cols, "sign": SIGN, "global": global_agg,
+                                               "append_only": append_only, "aggs": calls})
 
-    from job.changelog import operators as ops
 
-    group_schema = staged.select(*[F.col(f"`{c}`") for c in group_cols]).schema
-    gk = F.to_json(F.struct(*[F.col(f"`{c}`") for c in group_cols]), ROW_JSON) if group_cols else F.lit("{}")
-    prepared = staged.select(gk.alias("gk"), "sign", *[c for c in arg_cols if c is not None])
-    processor = ops.Aggregate(specs, global_agg=global_agg)
-    result = stateful(prepared.select(bucket(planner, F.col("gk")), "*"), processor, processor.output_schema)
-    parsed = F.from_json(F.col("gk"), group_schema, ROW_JSON)
-    return result.select("sign", *[parsed[c].alias(c) for c in group_cols],
-                         *[F.col(f"r{i}") for i in range(len(specs))], "net")
+def join(planner, unioned, keys: list[str], sides: list[dict]):
+    """A regular join of the sides unioned in ``unioned`` (see job.plan.joins)."""
+    return call(planner, "join", unioned, {"keys": keys, "sides": sides, "side": "__side", "sign": SIGN,
+                                           "kind": "kind", "major": "seq_major", "minor": "seq_minor"})
 
 
 def materialize(planner, df, pk: list[str], cols: list[str]):
     """Changes → the latest row per sink key (Flink's SinkUpsertMaterializer): columns
     ``cols`` plus ``__op`` ('+U' / '-D')."""
-    from pyspark.sql import functions as F
-
-    from job.changelog import operators as ops
-
-    pk_json = F.to_json(F.struct(*[F.col(f"`{p}`") for p in pk]), ROW_JSON)
-    staged = df.select(pk_json.alias("pk"), F.col(SIGN).alias("sign"), row_json(cols).alias("row"))
-    materialized = stateful(staged.select(bucket(planner, F.col("pk")), "*"), ops.Materialize(), ops.Materialize.OUTPUT)
-    schema = df.select(*[F.col(f"`{c}`") for c in cols]).schema
-    return materialized.select(*from_row_json("row", schema), F.col("op").alias("__op"))
+    return call(planner, "materialize", df, {"keys": pk, "row": cols, "sign": SIGN})
 
 
-NET_COLUMN = NET
+def rank(planner, df, partition: list[str], row: list[str], sort: list[dict], function: str, lower: int,
+         upper: int, append_only: bool, show_rank: bool, newest_first: bool):
+    """Top-N: (__sign, row columns, __rnk, __net)."""
+    return call(planner, "rank", df, {"keys": partition, "row": row, "sort": sort, "sign": SIGN,
+                                      "function": function, "lower": lower, "upper": upper,
+                                      "append_only": append_only, "show_rank": show_rank,
+                                      "newest_first": newest_first})
+

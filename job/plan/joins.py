@@ -147,7 +147,7 @@ def regular_join(planner, left: Rel, right: Rel, node: exp.Join) -> Rel:
         out = []
         for i, (v, k) in enumerate(zip(values, key_types)):
             cast = v if v.type.nullable_as(True) == k else tr.cast(v, k)
-            out.append(F.expr(cast.sql).alias(f"k{i}"))
+            out.append(F.expr(cast.sql))
         return out
 
     lkeys, rkeys = key_columns(left, lvals), key_columns(right, rvals)
@@ -222,9 +222,10 @@ def joined_schema(left: Rel, right: Rel):
 
 
 def join_input(planner, rel: Rel, keys, side: int, gates):
-    """A join input as the operator reads it: the key (NULL when a key part is NULL or a
-    gate condition fails: such rows never match), the side, and the row; plus NO_KEY,
-    true for the rows that never match."""
+    """A join input as the engine reads it: the key parts (``__k0`` …, NULL when a part
+    is NULL or a gate condition fails: such rows never match), the side, the sign (or,
+    for an upsert side normalized in the join, its kind and source position), and the
+    input's own columns; plus NO_KEY, true for the rows that never match."""
     from pyspark.sql import functions as F
 
     null_key = F.lit(False)
@@ -233,38 +234,41 @@ def join_input(planner, rel: Rel, keys, side: int, gates):
     for g in gates:
         cond = planner.translator(rel, "the JOIN condition").condition(g, "the JOIN condition")
         null_key = null_key | ~F.coalesce(F.expr(cond.sql), F.lit(False))
-    jk = F.when(null_key, F.lit(None)).otherwise(F.to_json(F.struct(*keys), engine.ROW_JSON))
+    key_parts = [F.when(null_key, F.lit(None)).otherwise(k).alias(f"__k{i}") for i, k in enumerate(keys)]
+    columns = [F.col(f"`{c}`") for c in rel.cols()]
     if rel.pending_upsert is not None:  # fused: raw upserts, ordered by the join
-        return rel.df.select(jk.alias("jk"), F.lit(side).alias("side"), F.lit(0).alias("sign"),
-                             engine.row_json(rel.cols()).alias("row"), "kind", "seq_major", "seq_minor",
-                             null_key.alias(NO_KEY))
+        return rel.df.select(*key_parts, F.lit(side).alias("__side"), F.lit(0).alias(SIGN), "kind", "seq_major",
+                             "seq_minor", *columns, null_key.alias(NO_KEY))
     df = planner.signed(rel)
-    return df.select(jk.alias("jk"), F.lit(side).alias("side"), F.col(SIGN).alias("sign"),
-                     engine.row_json(rel.cols()).alias("row"), F.lit(None).cast("string").alias("kind"),
-                     F.lit(None).cast("string").alias("seq_major"), F.lit(None).cast("long").alias("seq_minor"),
-                     null_key.alias(NO_KEY))
+    return df.select(*key_parts, F.lit(side).alias("__side"), F.col(SIGN),
+                     F.lit(None).cast("string").alias("kind"), F.lit(None).cast("string").alias("seq_major"),
+                     F.lit(None).cast("long").alias("seq_minor"), *columns, null_key.alias(NO_KEY))
 
 
 def settle_join(planner, rel: Rel) -> Rel:
-    """Plan a pending join as its operator: all inputs in one stream, grouped by key."""
+    """Plan a pending join as the engine's join: all inputs in one stream, grouped by key."""
     from pyspark.sql import functions as F
-
-    from job.changelog import operators as ops
 
     pending = rel.pending_join
     matched = pending.inputs[0].filter(~F.col(NO_KEY)).drop(NO_KEY)
     for rows in pending.inputs[1:]:
-        matched = matched.unionByName(rows.filter(~F.col(NO_KEY)).drop(NO_KEY))
-    processor = (ops.Join(pending.kinds[0], pending.upsert_sides) if len(pending.inputs) == 2
-                 else ops.StarJoin(tuple(pending.kinds), pending.upsert_sides))
-    joined = engine.stateful(matched.select(engine.bucket(planner, F.col("jk")), "*"), processor,
-                             processor.output_schema)
-    columns = processor.COLUMNS
+        matched = matched.unionByName(rows.filter(~F.col(NO_KEY)).drop(NO_KEY), allowMissingColumns=True)
+    binary = len(pending.inputs) == 2
+    kind = pending.kinds[0]
+    sides = []
+    for i, schema in enumerate(pending.schemas):
+        if i == 0:
+            padded = binary and kind in ("right", "full")
+        else:
+            padded = pending.kinds[i - 1] in ("left", "full")
+        sides.append({"columns": schema.fieldNames(), "padded": padded, "upsert": i in pending.upsert_sides})
+    keys = [f"__k{i}" for i in range(len(pending.key_types))]
+    joined = engine.join(planner, matched, keys, sides)
+    columns = [c for schema in pending.schemas for c in schema.fieldNames()]
     for side, rows in pending.passthrough:
-        joined = joined.unionByName(rows.select("sign", *[
-            (F.col("row") if i == side else F.lit(None).cast("string")).alias(c) for i, c in enumerate(columns)],
-            F.lit(None).cast("string").alias("net")))
-    decoded = [col for c, schema_ in zip(columns, pending.schemas) for col in engine.from_row_json(c, schema_)]
+        own = pending.schemas[side].fieldNames()
+        padded_rows = rows.select(F.col(SIGN), *[F.col(f"`{c}`") for c in own], F.lit(None).cast("string").alias(NET))
+        joined = joined.unionByName(padded_rows, allowMissingColumns=True)
     # The operator nets by join key. That is the output's unique key when the unique key
     # is one col per key part, each holding that part in every row with the key's own
     # type: one row per join key, and rows of one sink key under one join key. NULL-key
@@ -275,8 +279,8 @@ def settle_join(planner, rel: Rel) -> Rel:
                     and len(unique) == len(pending.anchors)
                     and all(len(unique & anchor) == 1 and types.get(next(iter(unique & anchor))) == key_type
                             for anchor, key_type in zip(pending.anchors, pending.key_types)))
-    return Rel(joined.select(*decoded, F.col("sign").alias(SIGN), F.col("net").alias(NET)), rel.fields,
-               rel.append_only, unique, rel.steps, computed=rel.computed,
+    out = joined.select(*[F.col(f"`{c}`") for c in columns], F.col(SIGN), F.col(NET))
+    return Rel(out, rel.fields, rel.append_only, unique, rel.steps, computed=rel.computed,
                net_key=unique if per_join_key else None)
 
 

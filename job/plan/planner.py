@@ -41,12 +41,14 @@ class Planner:
     (a :class:`~job.connectors.base.SourceStream`) with its bad-record policy applied."""
 
     def __init__(self, spark, catalog: Catalog, open_source: Callable, settings: Optional[Settings] = None,
-                 buckets: int = 64) -> None:
+                 state_ttl_ms: int = 0) -> None:
         self.spark = spark
         self.catalog = catalog
         self.open_source = open_source
         self.settings = settings or Settings()
-        self.buckets = buckets
+        # Flink's table.exec.state.ttl: the stateful operators drop a key's state once it
+        # has not been touched for this long (0: kept forever).
+        self.state_ttl_ms = state_ttl_ms
         self._n = 0
         self._queries: list[Query] = []     # the query (or view) being planned, innermost last
         self._root: Optional[Query] = None
@@ -360,6 +362,19 @@ class Planner:
         if order is None and limit is None and offset is None:
             return rel
         return ranking.plan_order_limit(self, rel, node)
+
+
+def state_ttl_ms(conf) -> int:
+    """``SET 'table.exec.state.ttl' = '1 h'`` (Flink's default 0: state is kept forever)."""
+    from job.connectors.registry import parse_duration_ms
+
+    text = (conf or {}).get("table.exec.state.ttl")
+    if text is None or not str(text).strip():
+        return 0
+    millis = parse_duration_ms(str(text).strip())
+    if millis is None:
+        raise PipelineError(f"'table.exec.state.ttl' must be a duration such as '1 h' or '30 min', got '{text}'")
+    return millis
 
 
 def table_type(column) -> object:

@@ -111,8 +111,6 @@ def top_n(planner, inner: exp.Select, position: int, window: exp.Window, alias: 
           shows_rank: bool) -> Rel:
     from pyspark.sql import functions as F
 
-    from job.changelog.ranking import TopN
-
     function = RANKING[window.this.name.upper()]
     if window.this.expressions:
         raise planner.error(window.this, f"{window.this.name.upper()}() takes no arguments")
@@ -147,23 +145,18 @@ def top_n(planner, inner: exp.Select, position: int, window: exp.Window, alias: 
         planner.waits_for(0)
 
     df = planner.signed(rel)
-    pk = F.to_json(F.struct(*[F.col(c) for c in pcols]), engine.ROW_JSON) if pcols else F.lit("{}")
-    # NULL sort keys stay in the JSON (to_json drops NULL fields by default): positions matter.
-    ok = F.to_json(F.struct(*[F.col(f.col) for f in order_fields]), {**engine.ROW_JSON, "ignoreNullFields": "false"})
-    staged = df.select(pk.alias("pk"), ok.alias("ok"), engine.row_json([f.col for f in visible]).alias("row"),
-                       F.col(SIGN).alias("sign"), F.lit(0).alias("seq"))  # arrival order: the order rows reach the operator
     # Among equal sort keys the earlier row ranks first, except when the order is the
     # processing time descending: there the later row is the later time.
     newest_first = time_order and order_fields[-1].time == "proctime" and descending[-1]
-    processor = TopN(function, lower, upper, descending, rel.append_only, shows_rank, newest_first)
-    ranked = engine.stateful(staged.select(engine.bucket(planner, F.col("pk")), "*"), processor, TopN.OUTPUT)
-    schema = engine.schema_of(rel, [f.col for f in visible])
+    sort = [{"column": f.col, "descending": d, "nulls_first": not d} for f, d in zip(order_fields, descending)]
+    ranked = engine.rank(planner, df, pcols, [f.col for f in visible], sort, function, lower, upper,
+                         rel.append_only, shows_rank, newest_first)
     rank_col = planner.fresh()
     fields = list(visible)
-    selected = engine.from_row_json("row", schema)
+    selected = [F.col(f"`{f.col}`") for f in visible]
     if shows_rank:
         fields.append(Field(alias, None, rank_col, BIGINT_TYPE.nullable_as(False)))
-        selected.append(F.col("rnk").alias(rank_col))
+        selected.append(F.col("__rnk").alias(rank_col))
     partition_cols = frozenset(pcols) & frozenset(f.col for f in visible)
     unique = None
     if shows_rank and len(partition_cols) == len(pcols):
@@ -175,8 +168,7 @@ def top_n(planner, inner: exp.Select, position: int, window: exp.Window, alias: 
             f"order by {', '.join(planner.current.flink_sql(o) for o in order.expressions)} "
             "[stateful; " + ("emits each key's first row once" if keep_first_by_arrival else
                               "retracts a row when it leaves the range") + "]")
-    out = ranked.select(*selected, F.col("sign").alias(SIGN),
-                        *([F.col("net").alias(NET)] if shows_rank and unique is not None else []))
+    out = ranked.select(*selected, F.col(SIGN), *([F.col(NET)] if shows_rank and unique is not None else []))
     return Rel(out, fields, keep_first_by_arrival and rel.append_only, unique, rel.steps + [step],
                computed=rel.computed, net_key=unique if shows_rank and unique is not None else None)
 

@@ -23,6 +23,12 @@ from job.sql.flink.translate import Typed
 from job.sql.types import LogicalType, logical_type
 
 
+# to_json options that round-trip every value (timestamps to the microsecond), so that two
+# rows compare equal as JSON exactly when they are equal.
+ROW_JSON = {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX",
+            "timestampNTZFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSS"}
+
+
 @dataclass
 class SinkPlan:
     writer: object             # DataStreamWriter, without checkpoint/trigger/name
@@ -174,14 +180,38 @@ def reject_key_mismatch(table, pk: list[str], query_key: list[str], rel: Rel, ma
 
 def collapse(batch, pk: list[str], cols: list[str]):
     """Net change per primary key in one micro-batch → one '+U' (the surviving row) or
-    one '-D' (the key's last row is gone); a key whose changes cancel out is left alone."""
-    from job.changelog.sink import collapse as engine_collapse
+    one '-D' (the key's last row is gone); a key whose changes cancel out is left alone.
 
-    return engine_collapse(batch, pk, cols)
+    One shuffle: the changes are gathered per key and netted per row there (a key has a
+    handful of changes per batch, usually one retraction and one insertion)."""
+    from pyspark.sql import functions as F
+
+    keyed = batch.select(F.to_json(F.struct(*[F.col(f"`{p}`") for p in pk]), ROW_JSON).alias("__pk"),
+                         F.struct(F.to_json(F.struct(*[F.col(f"`{c}`") for c in cols]), ROW_JSON).alias("r"),
+                                  F.col(SIGN).alias("s")).alias("__change"))
+    changes = keyed.groupBy("__pk").agg(F.collect_list("__change").alias("__changes"))
+    net = F.expr("filter(transform(array_distinct(transform(__changes, c -> c.r)), row -> named_struct('r', row, "
+                 "'n', aggregate(filter(__changes, c -> c.r = row), 0L, (total, c) -> total + c.s))), x -> x.n != 0)")
+    per_key = changes.select(net.alias("__net")).filter(F.size("__net") > 0).select(
+        F.array_max(F.transform(F.filter("__net", lambda x: x["n"] > 0), lambda x: x["r"])).alias("__up"),
+        F.array_max(F.transform("__net", lambda x: x["r"])).alias("__any"))
+    schema = batch.select(*[F.col(f"`{c}`") for c in cols]).schema
+    parsed = F.from_json(F.coalesce("__up", "__any"), schema, ROW_JSON)
+    return per_key.select(*[parsed[c].alias(c) for c in cols],
+                          F.when(F.col("__up").isNotNull(), F.lit("+U")).otherwise(F.lit("-D")).alias("__op"))
 
 
 def label_changes(batch, key: list[str], cols: list[str]):
-    """Signed rows → Flink's row kinds (+I/-U/+U/-D), retractions first."""
-    from job.changelog.sink import label_changes as engine_label
+    """Signed rows → Flink's row kinds: a retraction and an insert of the same key in
+    one batch are -U/+U, a lone retraction -D, a lone insert +I. Retractions first."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
 
-    return engine_label(batch, key, cols)
+    w = Window.partitionBy(*[F.col(f"`{k}`") for k in key])
+    has_insert = F.max(F.when(F.col(SIGN) > 0, 1).otherwise(0)).over(w) == 1
+    has_retract = F.min(F.col(SIGN)).over(w) < 0
+    op = (F.when(F.col(SIGN) < 0, F.when(has_insert, F.lit("-U")).otherwise(F.lit("-D")))
+          .otherwise(F.when(has_retract, F.lit("+U")).otherwise(F.lit("+I"))))
+    labelled = batch.select("*", op.alias("__op"))
+    copies = labelled.select("*", F.explode(F.array_repeat(F.lit(1), F.abs(F.col(SIGN)))).alias("__copy"))
+    return copies.orderBy(*[F.col(f"`{k}`") for k in key], F.col(SIGN)).select(*[F.col(f"`{c}`") for c in cols], "__op")

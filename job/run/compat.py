@@ -11,7 +11,7 @@ So each query's checkpoint directory gets a small fingerprint file on first star
 ``streamsql-plan.json``: the sources it reads (in Spark's order, which is how its offset
 log is keyed) and, for a stateful query, the shape of its state: the normalised SQL (with
 the views it reads), the columns of its tables, the engine's operator chain and the
-number of state buckets. On restart:
+layout of the engine's state (``VERSION``). On restart:
 
 * same fingerprint: fine;
 * a stateless query (no aggregation, join, DISTINCT or window) whose projection or
@@ -33,7 +33,9 @@ from typing import Optional
 from job.errors import PipelineError
 
 FINGERPRINT_FILE = "streamsql-plan.json"
-VERSION = 1
+# The changelog engine's state layout. 2: the JVM operators, state per key (1: Python
+# operators, one pickled state per bucket of keys). A checkpoint of another layout is refused.
+VERSION = 2
 
 
 def normalized_sql(sql: str) -> str:
@@ -115,7 +117,6 @@ def fingerprint(program, plan) -> dict:
             "columns": {short_name(t.name): [f"{c.name} {c.spark_type}" for c in t.columns]
                         for t in tables if t is not None},
             "operators": list(plan.steps),
-            "buckets": program.conf.get("streamsql.state.buckets", "64"),
         }
     return out
 
@@ -135,13 +136,16 @@ def has_progress(directory: Path) -> bool:
 def differences(old: dict, new: dict) -> list[str]:
     """What changed, in words, in the parts that make a checkpoint unusable."""
     out = []
+    if (old.get("stateful") or new.get("stateful")) and old.get("version", 1) != new.get("version", 1):
+        out.append(f"it keeps its state in the layout of engine version {old.get('version', 1)}, and this version "
+                   f"of the job keeps it in the layout of version {new.get('version', 1)}")
+        return out
     if old.get("sources") != new.get("sources"):
         out.append(f"the sources changed (was {describe_sources(old)}, now {describe_sources(new)})")
     if old.get("stateful") or new.get("stateful"):
         before, after = old.get("state") or {}, new.get("state") or {}
         labels = {"engine": "the engine", "sql": "the query's SQL", "views": "a view it reads",
-                  "columns": "the columns of a table it reads", "operators": "the stateful operators",
-                  "buckets": "'streamsql.state.buckets'"}
+                  "columns": "the columns of a table it reads", "operators": "the stateful operators"}
         changed = [label for key, label in labels.items() if before.get(key) != after.get(key)]
         if changed:
             out.append("the stateful query changed: " + ", ".join(changed))

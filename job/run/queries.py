@@ -22,8 +22,6 @@ from job.run.end_of_input import EndOfInput
 from job.run.program import Program, trigger_interval_ms
 from job.run.sources import BAD_RECORD_MARKER, OpenedSources, open_source
 
-DEFAULT_BUCKETS = 64
-BUCKETS_KEY = "streamsql.state.buckets"
 SINK_ERROR = re.compile(r"SinkError: \[exit (\d+)\] ([^\n]*)")
 
 
@@ -48,20 +46,19 @@ def query_name(program: Program, index: int, table: str) -> str:
 
 def plan_queries(spark, program: Program, *, once: bool, checkpoint_dir: str, offline: bool = False) -> list[QueryPlan]:
     """Plan (not start) every INSERT's query."""
-    buckets = int(program.conf.get(BUCKETS_KEY, DEFAULT_BUCKETS))
     plans = []
     for i, insert in enumerate(program.inserts):
         try:
-            plans.append(plan_insert(spark, program, i, once=once, checkpoint_dir=checkpoint_dir, buckets=buckets,
+            plans.append(plan_insert(spark, program, i, once=once, checkpoint_dir=checkpoint_dir,
                                      offline=offline))
         except PipelineError as err:
             raise err.located(insert.query_origin, insert.source.text if insert.source else None)
     return plans
 
 
-def plan_insert(spark, program: Program, index: int, *, once: bool, checkpoint_dir: str, buckets: int,
+def plan_insert(spark, program: Program, index: int, *, once: bool, checkpoint_dir: str,
                 offline: bool = False) -> QueryPlan:
-    from job.plan.planner import Planner
+    from job.plan.planner import Planner, state_ttl_ms
     from job.plan.sink import plan_sink
     from job.sql.flink.translate import Settings
 
@@ -77,7 +74,7 @@ def plan_insert(spark, program: Program, index: int, *, once: bool, checkpoint_d
         return open_source(spark, t, once=once, offline=offline, opened=opened, checkpoint=checkpoint,
                            end_of_input=end_of_input)
 
-    planner = Planner(spark, program.catalog, open_, Settings.from_conf(program.conf), buckets)
+    planner = Planner(spark, program.catalog, open_, Settings.from_conf(program.conf), state_ttl_ms(program.conf))
     rel = planner.plan(insert.parsed)
     sink = instrument_sink(connector.create_sink(SinkContext(spark, table, options, checkpoint, offline=offline)),
                            checkpoint)

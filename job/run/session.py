@@ -17,6 +17,7 @@ from job.run import driver_jvm
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULTS_FILE = ROOT / "conf" / "spark-defaults.conf"
 JARS_DIR = ROOT / "jars" / "spark"
+ENGINE_JAR = ROOT / "jars" / "engine" / "streamsql-engine.jar"
 
 # Settings whose absence would make the job wrong, not just slow.
 REQUIRED = {
@@ -39,7 +40,9 @@ def read_defaults(path: Path = DEFAULTS_FILE) -> dict[str, str]:
 
 
 def project_jars() -> list[str]:
-    return sorted(str(p) for p in JARS_DIR.glob("*.jar")) if JARS_DIR.exists() else []
+    """Spark's extra jars (jars/spark/) and the changelog engine's (jars/engine/)."""
+    jars = sorted(str(p) for p in JARS_DIR.glob("*.jar")) if JARS_DIR.exists() else []
+    return jars + ([str(ENGINE_JAR)] if ENGINE_JAR.exists() else [])
 
 
 def quiet_python_loggers(verbose: bool) -> None:

@@ -4,8 +4,8 @@ import random
 import pytest
 from chispa import assert_df_equality
 
-from job.changelog.relation import SIGN
-from job.changelog.sink import collapse
+from job.plan.relation import SIGN
+from job.plan.sink import collapse
 
 SCHEMA = f"id INT, name STRING, n BIGINT, {SIGN} INT"
 

@@ -1,0 +1,136 @@
+package streamsql.engine;
+
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.Arrays;
+import java.util.Iterator;
+import java.util.List;
+import org.apache.spark.sql.Encoders;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.streaming.ValueState;
+
+/**
+ * GROUP BY with retractable aggregates (Flink's GroupAggFunction).
+ *
+ * <p>Input per group: {@code __sign} and one argument column per aggregate call (NULL
+ * values are ignored by every function but COUNT(*)). Output: {@code __sign}, the group
+ * key's columns, one result column per call (in Flink's result type), and {@code __net}.
+ * Each change of a group retracts the group's old result row and inserts the new one; a
+ * group whose row count drops to zero is deleted, except the single group of a global
+ * aggregate (no GROUP BY), which stays and shows its empty result.
+ *
+ * <p>State per group: its row count and every call's accumulator in one value; calls that
+ * count values (DISTINCT, MIN/MAX of an updating input) keep a map state of their own.
+ */
+final class AggregateOp extends Operator {
+  private final Aggs.Fn[] fns;
+  private final int signAt;
+  private final int[] argAt;
+  private final boolean global;
+  private transient ValueState<byte[]> accumulators;
+
+  AggregateOp(Aggs.Fn[] fns, int signAt, int[] argAt, boolean global, long ttlMillis) {
+    super(ttlMillis);
+    this.fns = fns;
+    this.signAt = signAt;
+    this.argAt = argAt;
+    this.global = global;
+  }
+
+  @Override
+  void open() {
+    accumulators = getHandle().getValueState("acc", Encoders.BINARY(), ttl());
+    for (int i = 0; i < fns.length; i++) {
+      fns[i].open(getHandle(), "agg" + i, ttl());
+    }
+  }
+
+  @Override
+  void process(Row key, Iterator<Row> rows, List<Row> out) {
+    byte[] stored = accumulators.get();
+    long count;
+    Aggs.Acc[] accs = new Aggs.Acc[fns.length];
+    try {
+      if (stored == null) {
+        count = 0;
+        for (int i = 0; i < fns.length; i++) {
+          accs[i] = fns[i].create();
+        }
+      } else {
+        DataInputStream in = new DataInputStream(new ByteArrayInputStream(stored));
+        count = in.readLong();
+        for (int i = 0; i < fns.length; i++) {
+          accs[i] = fns[i].read(in);
+        }
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    boolean wasAlive = stored != null && (count > 0 || global);
+    Object[] before = wasAlive ? results(accs) : null;
+    while (rows.hasNext()) {
+      Row r = rows.next();
+      long sign = sign(r, signAt);
+      count += sign;
+      for (int i = 0; i < accs.length; i++) {
+        accs[i].add(argAt[i] < 0 ? Boolean.TRUE : r.get(argAt[i]), sign);
+      }
+    }
+    if (count < 0) {
+      throw new IllegalStateException("group " + key + " received more retractions than rows: "
+          + "the input is not a consistent changelog");
+    }
+    boolean alive = count > 0 || global;
+    Object[] after = alive ? results(accs) : null;
+    if (!Arrays.equals(before, after)) {
+      if (before != null) {
+        out.add(output(-1, key, before, after != null));
+      }
+      if (after != null) {
+        out.add(output(1, key, after, true));
+      }
+    }
+    if (alive) {
+      ByteArrayOutputStream bytes = new ByteArrayOutputStream(64);
+      DataOutputStream data = new DataOutputStream(bytes);
+      try {
+        data.writeLong(count);
+        for (Aggs.Acc acc : accs) {
+          acc.write(data);
+        }
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+      accumulators.update(bytes.toByteArray());
+    } else {
+      accumulators.clear();
+      for (Aggs.Fn fn : fns) {
+        fn.clear();
+      }
+    }
+  }
+
+  private Object[] results(Aggs.Acc[] accs) {
+    Object[] out = new Object[accs.length];
+    for (int i = 0; i < accs.length; i++) {
+      out[i] = accs[i].result();
+    }
+    return out;
+  }
+
+  private Row output(int sign, Row key, Object[] results, boolean keyAlsoInserts) {
+    int keys = global ? 0 : key.length();
+    Object[] v = new Object[2 + keys + results.length];
+    v[0] = sign;
+    for (int i = 0; i < keys; i++) {
+      v[1 + i] = key.get(i);
+    }
+    System.arraycopy(results, 0, v, 1 + keys, results.length);
+    v[v.length - 1] = net(sign, keyAlsoInserts);
+    return row(v);
+  }
+}

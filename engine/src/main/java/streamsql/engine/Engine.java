@@ -1,0 +1,168 @@
+package streamsql.engine;
+
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.spark.api.java.function.MapFunction;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Encoders;
+import org.apache.spark.sql.KeyValueGroupedDataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.streaming.OutputMode;
+import org.apache.spark.sql.streaming.TimeMode;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+
+/**
+ * The operators as the planner calls them (through py4j, job/changelog/jvm.py): each
+ * takes a streaming Dataset and the operator's specification as JSON, and returns the
+ * operator's output Dataset. Columns are named; the specification names the ones the
+ * operator reads. Every operator groups by a key (the {@code keys} columns) and keeps its
+ * state per key in Spark's state store, with {@code ttl_ms} ({@code table.exec.state.ttl})
+ * when it is set.
+ */
+public final class Engine {
+  private Engine() {}
+
+  public static final String SIGN = "__sign";
+  public static final String NET = "__net";
+
+  /** Rows grouped by the named columns (no columns: one group). */
+  static KeyValueGroupedDataset<Row, Row> grouped(Dataset<Row> input, List<String> keys) {
+    StructType schema = input.schema();
+    if (keys.isEmpty()) {
+      StructType one = new StructType().add("__group", DataTypes.IntegerType, false);
+      return input.groupByKey((MapFunction<Row, Row>) r -> RowFactory.create(0), Encoders.row(one));
+    }
+    int[] at = Spec.indices(schema, keys);
+    return input.groupByKey((MapFunction<Row, Row>) r -> Operator.row(Operator.values(r, at)),
+        Encoders.row(Spec.select(schema, keys)));
+  }
+
+  private static Dataset<Row> run(Dataset<Row> input, List<String> keys, Operator op, StructType output) {
+    return grouped(input, keys).transformWithState(op, TimeMode.None(), OutputMode.Append(), Encoders.row(output));
+  }
+
+  private static StructType signed(StructType... parts) {
+    return Spec.concat(new StructType().add(SIGN, DataTypes.IntegerType, false), Spec.concat(parts));
+  }
+
+  private static StructType net() {
+    return new StructType().add(NET, DataTypes.StringType);
+  }
+
+  /** An upsert stream → signed changes. Spec: keys, row (columns), kind, major, minor. */
+  public static Dataset<Row> normalize(Dataset<Row> input, String json) {
+    Spec s = Spec.parse(json);
+    StructType schema = input.schema();
+    StructType rowSchema = Spec.select(schema, s.strings("row"));
+    NormalizeOp op = new NormalizeOp(rowSchema, Spec.indices(schema, s.strings("row")),
+        schema.fieldIndex(s.text("kind")), schema.fieldIndex(s.text("major")), schema.fieldIndex(s.text("minor")),
+        s.number("ttl_ms", 0));
+    return run(input, s.strings("keys"), op, signed(rowSchema));
+  }
+
+  /**
+   * GROUP BY. Spec: keys, sign, global, append_only, aggs: [{fn, arg (column or null),
+   * distinct, separator, result (Spark type JSON), name (output column)}].
+   */
+  public static Dataset<Row> aggregate(Dataset<Row> input, String json) {
+    Spec s = Spec.parse(json);
+    StructType schema = input.schema();
+    List<Spec> calls = s.list("aggs");
+    Aggs.Fn[] fns = new Aggs.Fn[calls.size()];
+    int[] argAt = new int[calls.size()];
+    StructType results = new StructType();
+    for (int i = 0; i < fns.length; i++) {
+      Spec call = calls.get(i);
+      boolean hasArg = call.has("arg");
+      argAt[i] = hasArg ? schema.fieldIndex(call.text("arg")) : -1;
+      fns[i] = Aggs.of(call.text("fn"), hasArg ? schema.apply(call.text("arg")).dataType() : null, call.type("result"),
+          call.flag("distinct"), s.flag("append_only"), call.text("separator", ","));
+      results = results.add(call.text("name"), call.type("result"), true);
+    }
+    boolean global = s.flag("global");
+    AggregateOp op = new AggregateOp(fns, schema.fieldIndex(s.text("sign")), argAt, global, s.number("ttl_ms", 0));
+    StructType keys = global ? new StructType() : Spec.select(schema, s.strings("keys"));
+    return run(input, s.strings("keys"), op, Spec.concat(signed(keys, results), net()));
+  }
+
+  /**
+   * A regular join of two or more inputs on one key. Spec: keys, sides: [{columns,
+   * padded, upsert}], side, sign, kind, major, minor.
+   */
+  public static Dataset<Row> join(Dataset<Row> input, String json) {
+    Spec s = Spec.parse(json);
+    StructType schema = input.schema();
+    List<Spec> sides = s.list("sides");
+    StructType[] schemas = new StructType[sides.size()];
+    int[][] rowAt = new int[sides.size()][];
+    boolean[] padded = new boolean[sides.size()];
+    boolean[] upsert = new boolean[sides.size()];
+    for (int i = 0; i < schemas.length; i++) {
+      List<String> columns = sides.get(i).strings("columns");
+      schemas[i] = Spec.select(schema, columns);
+      rowAt[i] = Spec.indices(schema, columns);
+      padded[i] = sides.get(i).flag("padded");
+      upsert[i] = sides.get(i).flag("upsert");
+    }
+    JoinOp op = new JoinOp(schemas, rowAt, padded, upsert, schema.fieldIndex(s.text("side")),
+        schema.fieldIndex(s.text("sign")), schema.fieldIndex(s.text("kind")), schema.fieldIndex(s.text("major")),
+        schema.fieldIndex(s.text("minor")), s.number("ttl_ms", 0));
+    return run(input, s.strings("keys"), op, Spec.concat(signed(schemas), net()));
+  }
+
+  /** The latest row per sink key. Spec: keys, row, sign. Output: row columns, __op. */
+  public static Dataset<Row> materialize(Dataset<Row> input, String json) {
+    Spec s = Spec.parse(json);
+    StructType schema = input.schema();
+    StructType rowSchema = Spec.select(schema, s.strings("row"));
+    MaterializeOp op = new MaterializeOp(rowSchema, Spec.indices(schema, s.strings("row")),
+        schema.fieldIndex(s.text("sign")), s.number("ttl_ms", 0));
+    return run(input, s.strings("keys"), op, Spec.concat(rowSchema, new StructType().add("__op", DataTypes.StringType)));
+  }
+
+  /**
+   * Top-N. Spec: keys (partition), row, sort: [{column, descending, nulls_first}], sign,
+   * function (row_number | rank | dense_rank), lower, upper, append_only, show_rank,
+   * newest_first. Output: __sign, row columns, __rnk, __net.
+   */
+  public static Dataset<Row> rank(Dataset<Row> input, String json) {
+    Spec s = Spec.parse(json);
+    StructType schema = input.schema();
+    StructType rowSchema = Spec.select(schema, s.strings("row"));
+    List<Spec> sort = s.list("sort");
+    List<String> sortColumns = new ArrayList<>();
+    boolean[] descending = new boolean[sort.size()];
+    boolean[] nullsFirst = new boolean[sort.size()];
+    for (int i = 0; i < descending.length; i++) {
+      sortColumns.add(sort.get(i).text("column"));
+      descending[i] = sort.get(i).flag("descending");
+      nullsFirst[i] = sort.get(i).flag("nulls_first");
+    }
+    int function;
+    switch (s.text("function")) {
+      case "row_number": function = RankOp.ROW_NUMBER; break;
+      case "rank": function = RankOp.RANK; break;
+      case "dense_rank": function = RankOp.DENSE_RANK; break;
+      default: throw new IllegalArgumentException("unknown ranking function " + s.text("function"));
+    }
+    RankOp op = new RankOp(rowSchema, Spec.indices(schema, s.strings("row")), Spec.select(schema, sortColumns),
+        Spec.indices(schema, sortColumns), descending, nullsFirst, schema.fieldIndex(s.text("sign")), function,
+        s.number("lower", 1), s.number("upper", Long.MAX_VALUE), s.flag("append_only"), s.flag("show_rank"),
+        s.flag("newest_first"), s.number("ttl_ms", 0));
+    StructType out = Spec.concat(signed(rowSchema),
+        new StructType().add("__rnk", DataTypes.LongType), net());
+    return run(input, s.strings("keys"), op, out);
+  }
+
+  /** The names of a schema's fields (for tests and --explain). */
+  static List<String> names(StructType schema) {
+    List<String> out = new ArrayList<>();
+    for (StructField f : schema.fields()) {
+      out.add(f.name());
+    }
+    return out;
+  }
+}

@@ -1,0 +1,264 @@
+package streamsql.engine;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.spark.sql.Encoders;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.streaming.MapState;
+import org.apache.spark.sql.streaming.ValueState;
+import org.apache.spark.sql.types.StructType;
+import scala.Tuple2;
+
+/**
+ * Regular joins of changelogs on one key: two inputs (INNER, LEFT, RIGHT or FULL), or
+ * more inputs joined on the same key (each INNER or LEFT to the ones before it), in one
+ * operator — Flink's streaming join, where a row arriving on one side joins every row
+ * the other sides hold under its key, and an outer join's padded row is retracted when
+ * its first match arrives.
+ *
+ * <p>Per key the join is a product of the sides' multisets, with an outer side that is
+ * empty standing in as one NULL row: {@code J = f0(S0) × f1(S1) × …}. The product is
+ * linear in each factor, so the change a batch makes is {@code Σi f0(S0') … fi-1(Si-1')
+ * × Δfi × fi+1(Si+1) …}: a row arriving on one side costs the rows it matches, not the
+ * size of the key's state (the correctness argument of {@link Operator} holds, computed
+ * incrementally). A FULL join's product would also pair the two NULL stand-ins; that
+ * combination is dropped.
+ *
+ * <p>Input: the key, {@code __side}, {@code __sign}, and for sides that are upsert tables
+ * keyed by the join key ("fused" sides: normalized here instead of by a separate
+ * operator) {@code __kind} and the source position; then every side's columns. Output:
+ * {@code __sign}, every side's columns (NULL for a padded side), {@code __net} (per key).
+ * State per key: each side's rows with their counts (a fused side: its one row).
+ */
+final class JoinOp extends Operator {
+  private final StructType[] schemas;
+  private final int[][] rowAt;
+  private final boolean[] padded;   // side i stands in as one NULL row while it is empty
+  private final boolean[] upsert;   // side i is normalized here
+  private final int sideAt, signAt, kindAt, majorAt, minorAt;
+  private transient Object[] states; // MapState<Row, Long> or ValueState<Row> per side
+
+  JoinOp(StructType[] schemas, int[][] rowAt, boolean[] padded, boolean[] upsert, int sideAt, int signAt,
+         int kindAt, int majorAt, int minorAt, long ttlMillis) {
+    super(ttlMillis);
+    this.schemas = schemas;
+    this.rowAt = rowAt;
+    this.padded = padded;
+    this.upsert = upsert;
+    this.sideAt = sideAt;
+    this.signAt = signAt;
+    this.kindAt = kindAt;
+    this.majorAt = majorAt;
+    this.minorAt = minorAt;
+  }
+
+  @Override
+  void open() {
+    states = new Object[schemas.length];
+    for (int i = 0; i < schemas.length; i++) {
+      states[i] = upsert[i]
+          ? getHandle().getValueState("side" + i, Encoders.row(schemas[i]), ttl())
+          : getHandle().getMapState("side" + i, Encoders.row(schemas[i]), Encoders.LONG(), ttl());
+    }
+  }
+
+  @SuppressWarnings("unchecked")
+  private MapState<Row, Long> multiset(int side) {
+    return (MapState<Row, Long>) states[side];
+  }
+
+  @SuppressWarnings("unchecked")
+  private ValueState<Row> single(int side) {
+    return (ValueState<Row>) states[side];
+  }
+
+  @Override
+  void process(Row key, Iterator<Row> rows, List<Row> out) {
+    int n = schemas.length;
+    List<Map<Row, Long>> deltas = new ArrayList<>(n);
+    Row[] latest = new Row[n];
+    for (int i = 0; i < n; i++) {
+      deltas.add(new LinkedHashMap<>());
+    }
+    while (rows.hasNext()) {
+      Row r = rows.next();
+      int side = sign(r, sideAt);
+      if (upsert[side]) {
+        if (latest[side] == null || NormalizeOp.later(r, latest[side], majorAt, minorAt)) {
+          latest[side] = r;
+        }
+      } else {
+        add(deltas.get(side), row(values(r, rowAt[side])), sign(r, signAt));
+      }
+    }
+    // Each side before the batch, and the batch's change to it: a fused upsert side's
+    // change is its old row against its latest one, known only once its row is read.
+    List<Map<Row, Long>> before = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      Map<Row, Long> rowsOfSide = new LinkedHashMap<>();
+      if (upsert[i]) {
+        Row old = single(i).get();
+        if (old != null) {
+          rowsOfSide.put(old, 1L);
+        }
+        if (latest[i] != null) {
+          Row now = "D".equals(latest[i].getString(kindAt)) ? null : row(values(latest[i], rowAt[i]));
+          if (old != null && !old.equals(now)) {
+            add(deltas.get(i), old, -1);
+          }
+          if (now != null && !now.equals(old)) {
+            add(deltas.get(i), now, 1);
+          }
+        }
+      }
+      before.add(rowsOfSide);
+    }
+    for (int i = 0; i < n; i++) {
+      if (!upsert[i] && (!deltas.get(i).isEmpty() || needsRows(i, deltas))) {
+        scala.collection.Iterator<Tuple2<Row, Long>> it = multiset(i).iterator();
+        while (it.hasNext()) {
+          Tuple2<Row, Long> entry = it.next();
+          before.get(i).put(entry._1(), entry._2());
+        }
+      }
+    }
+    List<Map<Row, Long>> after = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      Map<Row, Long> next = new LinkedHashMap<>(before.get(i));
+      for (Map.Entry<Row, Long> d : deltas.get(i).entrySet()) {
+        add(next, d.getKey(), d.getValue());
+      }
+      after.add(next);
+    }
+    // Σi f(S0') … f(Si-1') × Δf(Si) × f(Si+1) … f(Sn-1)
+    Map<List<Row>, Long> change = new LinkedHashMap<>();
+    for (int i = 0; i < n; i++) {
+      if (deltas.get(i).isEmpty()) {
+        continue;
+      }
+      Map<Row, Long> df = new LinkedHashMap<>(factor(i, after.get(i)));
+      for (Map.Entry<Row, Long> e : factor(i, before.get(i)).entrySet()) {
+        add(df, e.getKey(), -e.getValue());
+      }
+      if (df.isEmpty()) {
+        continue;
+      }
+      List<Map<Row, Long>> factors = new ArrayList<>(n);
+      for (int j = 0; j < n; j++) {
+        factors.add(j < i ? factor(j, after.get(j)) : j == i ? df : factor(j, before.get(j)));
+      }
+      product(factors, 0, new Row[n], 1, change);
+    }
+    emit(change, out);
+    // The new state.
+    for (int i = 0; i < n; i++) {
+      if (upsert[i]) {
+        if (latest[i] != null) {
+          Row now = after.get(i).isEmpty() ? null : after.get(i).keySet().iterator().next();
+          if (now == null) {
+            single(i).clear();
+          } else {
+            single(i).update(now);
+          }
+        }
+        continue;
+      }
+      for (Row r : deltas.get(i).keySet()) {
+        Long count = after.get(i).get(r);
+        if (count == null) {
+          multiset(i).removeKey(r);
+        } else if (count < 0) {
+          throw new IllegalStateException("join side " + i + " received more retractions than rows of " + r
+              + ": the input is not a consistent changelog");
+        } else {
+          multiset(i).updateValue(r, count);
+        }
+      }
+    }
+  }
+
+  /** Does the change of some other side need side i's rows (its factor in a product)? */
+  private static boolean needsRows(int side, List<Map<Row, Long>> deltas) {
+    for (int j = 0; j < deltas.size(); j++) {
+      if (j != side && !deltas.get(j).isEmpty()) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** A side's factor in the product: its rows, or one NULL row for an empty outer side. */
+  private Map<Row, Long> factor(int side, Map<Row, Long> rowsOfSide) {
+    if (rowsOfSide.isEmpty() && padded[side]) {
+      Map<Row, Long> pad = new HashMap<>(1);
+      pad.put(null, 1L);
+      return pad;
+    }
+    return rowsOfSide;
+  }
+
+  private static void product(List<Map<Row, Long>> factors, int at, Row[] combo, long weight,
+                              Map<List<Row>, Long> out) {
+    if (at == factors.size()) {
+      for (Row r : combo) {
+        if (r != null) {
+          add(out, Arrays.asList(combo.clone()), weight);
+          return;
+        }
+      }
+      return; // every side NULL: a FULL join pads neither side
+    }
+    for (Map.Entry<Row, Long> e : factors.get(at).entrySet()) {
+      combo[at] = e.getKey();
+      product(factors, at + 1, combo, weight * e.getValue(), out);
+    }
+  }
+
+  private void emit(Map<List<Row>, Long> change, List<Row> out) {
+    boolean inserts = false;
+    for (long w : change.values()) {
+      inserts |= w > 0;
+    }
+    int width = 2;
+    for (StructType s : schemas) {
+      width += s.length();
+    }
+    for (int pass = 0; pass < 2; pass++) { // retractions first
+      for (Map.Entry<List<Row>, Long> e : change.entrySet()) {
+        long w = e.getValue();
+        if ((pass == 0) != (w < 0)) {
+          continue;
+        }
+        Object[] v = new Object[width];
+        v[0] = (int) w;
+        int at = 1;
+        for (int i = 0; i < schemas.length; i++) {
+          Row r = e.getKey().get(i);
+          for (int c = 0; c < schemas[i].length(); c++) {
+            v[at++] = r == null ? null : r.get(c);
+          }
+        }
+        v[at] = net((int) w, inserts);
+        out.add(row(v));
+      }
+    }
+  }
+
+  static <K> void add(Map<K, Long> multiset, K row, long n) {
+    if (n == 0) {
+      return;
+    }
+    Long had = multiset.get(row);
+    long now = (had == null ? 0 : had) + n;
+    if (now == 0) {
+      multiset.remove(row);
+    } else {
+      multiset.put(row, now);
+    }
+  }
+}
