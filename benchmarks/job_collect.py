@@ -27,6 +27,14 @@ if os.environ.get("STREAMSQL_JOB_ROOT"):
     sys.path.insert(0, os.environ["STREAMSQL_JOB_ROOT"])
 
 
+def shorten(text: str, head: int = 600, tail: int = 2000) -> str:
+    """A long failure's start and its end (where Spark's root cause is), lines of the Python
+    traceback between them left out."""
+    if len(text) <= head + tail:
+        return text
+    return text[:head] + "\n[…]\n" + text[-tail:]
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--sql", required=True)
@@ -50,7 +58,7 @@ def main() -> int:
         except PipelineError as exc:
             import traceback
 
-            message = exc.render() if hasattr(exc, "render") else str(exc)
+            message = shorten(exc.render() if hasattr(exc, "render") else str(exc))
             # refused while planning, or failed while running (raised where the query is awaited)
             running = any(frame.name == "_await" for frame in traceback.extract_tb(exc.__traceback__))
             with open(a.out, "w") as f:
@@ -63,7 +71,7 @@ def main() -> int:
         return 0
     except Exception as exc:  # noqa: BLE001 - reported as the run's result
         with open(a.out, "w") as f:
-            json.dump({"failed": f"{type(exc).__name__}: {str(exc)[:1500]}"}, f)
+            json.dump({"failed": f"{type(exc).__name__}: {shorten(str(exc))}"}, f)
         return 1
 
 
