@@ -165,4 +165,60 @@ public final class Engine {
     }
     return out;
   }
+
+  // ------------------------------------------------------------------ event-time operators
+
+  /** An event-time operator (timers fire as the watermark passes them). */
+  private static Dataset<Row> timed(Dataset<Row> input, List<String> keys, TimedOperator op, StructType output,
+                                    boolean eventTime) {
+    return grouped(input, keys).transformWithState(op, eventTime ? TimeMode.EventTime() : TimeMode.None(),
+        OutputMode.Append(), Encoders.row(output));
+  }
+
+  /** Aggregate calls of a spec as the engine's functions (see {@link #aggregate}). */
+  private static Aggs.Fn[] functions(StructType schema, List<Spec> calls, boolean appendOnly, int[] argAt,
+                                     StructType[] results) {
+    Aggs.Fn[] fns = new Aggs.Fn[calls.size()];
+    StructType out = new StructType();
+    for (int i = 0; i < fns.length; i++) {
+      Spec call = calls.get(i);
+      boolean hasArg = call.has("arg");
+      argAt[i] = hasArg ? schema.fieldIndex(call.text("arg")) : -1;
+      if (call.text("fn").equals("lag")) {
+        fns[i] = new OverOp.Lag(schema.apply(call.text("arg")).dataType(), (int) call.number("offset", 1));
+      } else {
+        fns[i] = Aggs.of(call.text("fn"), hasArg ? schema.apply(call.text("arg")).dataType() : null,
+            call.type("result"), call.flag("distinct"), appendOnly, call.text("separator", ","));
+      }
+      out = out.add(call.text("name"), call.type("result"), true);
+    }
+    results[0] = out;
+    return fns;
+  }
+
+  /**
+   * OVER aggregation. Spec: keys (partition), row (columns passed on), time (BIGINT ms
+   * column; absent: processing time), rows (frame kind), preceding (-1: UNBOUNDED), aggs
+   * (as {@link #aggregate}'s, plus fn "lag" with offset and default column). Output: the
+   * row columns and one column per call; append-only.
+   */
+  public static Dataset<Row> over(Dataset<Row> input, String json) {
+    Spec s = Spec.parse(json);
+    StructType schema = input.schema();
+    List<Spec> calls = s.list("aggs");
+    int[] argAt = new int[calls.size()];
+    int[] defaultAt = new int[calls.size()];
+    StructType[] results = new StructType[1];
+    long preceding = s.number("preceding", -1);
+    Aggs.Fn[] fns = functions(schema, calls, preceding < 0, argAt, results);
+    for (int i = 0; i < defaultAt.length; i++) {
+      defaultAt[i] = calls.get(i).has("default") ? schema.fieldIndex(calls.get(i).text("default")) : -1;
+    }
+    boolean eventTime = s.has("time");
+    OverOp op = new OverOp(schema, Spec.indices(schema, s.strings("row")),
+        eventTime ? schema.fieldIndex(s.text("time")) : -1, s.flag("rows"), preceding, fns, argAt, defaultAt,
+        s.number("ttl_ms", 0));
+    StructType out = Spec.concat(Spec.select(schema, s.strings("row")), results[0]);
+    return timed(input, s.strings("keys"), op, out, eventTime);
+  }
 }
