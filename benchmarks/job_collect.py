@@ -27,6 +27,17 @@ if os.environ.get("STREAMSQL_JOB_ROOT"):
     sys.path.insert(0, os.environ["STREAMSQL_JOB_ROOT"])
 
 
+def root_cause(text: str) -> str:
+    """The line of a Spark failure that says what went wrong: its last "…Exception: …" /
+    "…Error: …" line that is not one of the wrappers (stream failed, foreachBatch, Py4J)."""
+    wrappers = ("STREAM_FAILED", "FOREACH_BATCH", "Python Proxy", "Traceback", "py4j", "File \"")
+    for line in reversed(text.splitlines()):
+        line = line.strip()
+        if ("Exception: " in line or "Error: " in line) and not any(w in line for w in wrappers):
+            return line[:500]
+    return ""
+
+
 def shorten(text: str, head: int = 600, tail: int = 2000) -> str:
     """A long failure's start and its end (where Spark's root cause is), lines of the Python
     traceback between them left out."""
@@ -58,7 +69,9 @@ def main() -> int:
         except PipelineError as exc:
             import traceback
 
-            message = shorten(exc.render() if hasattr(exc, "render") else str(exc))
+            text = exc.render() if hasattr(exc, "render") else str(exc)
+            cause = root_cause(text) if "STREAM_FAILED" in text else ""
+            message = (cause + "\n\n" if cause else "") + shorten(text)
             # refused while planning, or failed while running (raised where the query is awaited)
             running = any(frame.name == "_await" for frame in traceback.extract_tb(exc.__traceback__))
             with open(a.out, "w") as f:
@@ -71,7 +84,8 @@ def main() -> int:
         return 0
     except Exception as exc:  # noqa: BLE001 - reported as the run's result
         with open(a.out, "w") as f:
-            json.dump({"failed": f"{type(exc).__name__}: {shorten(str(exc))}"}, f)
+            cause = root_cause(str(exc))
+            json.dump({"failed": (cause + "\n\n" if cause else "") + f"{type(exc).__name__}: {shorten(str(exc))}"}, f)
         return 1
 
 

@@ -4,6 +4,7 @@ latency matching, Nexmark's event conversion and connector-option rewriting, the
 import json
 
 from benchmarks import engines, nexmark, summary, throughput
+from benchmarks.job_collect import root_cause
 from benchmarks.latency_engines import event_latencies, kept_up
 
 
@@ -164,3 +165,13 @@ def test_summary_tables_from_records():
                                   "flink": {"ok": True, "timed": {"events_per_s": 7, "load_before": [0.5]}},
                                   "job": {"runs": False, "refused": "OVER | not yet"}}])
     assert "refused: OVER \\| not yet" in nex[2] and "| 7 |" in nex[2]
+
+
+def test_root_cause_of_a_spark_failure():
+    text = ("StreamingQueryException: [STREAM_FAILED] Query terminated with exception: [FOREACH_BATCH_USER_FUNCTION_ERROR]"
+            " Reason: An exception was raised by the Python Proxy. Return Message: Traceback (most recent call last):\n"
+            '  File "x.py", line 1, in f\n'
+            "pyspark.errors.exceptions.captured.AnalysisException: More than one event time columns are available.\n"
+            "=== Streaming Query ===\n")
+    assert root_cause(text).startswith("pyspark.errors.exceptions.captured.AnalysisException: More than one")
+    assert root_cause("nothing to see") == ""
