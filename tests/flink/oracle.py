@@ -60,7 +60,11 @@ def run_case(case: dict) -> dict:
     except Exception as exc:  # noqa: BLE001 - Flink's own rejection, reported as the case's result
         text = str(exc)
         lines = [l.strip() for l in text.splitlines() if "Exception:" in l or "SQL validation failed" in l]
-        return {"name": case["name"], "error": (lines[0] if lines else text.splitlines()[0] if text else repr(exc))[:500]}
+        causes = [l.strip() for l in text.splitlines() if l.strip().startswith("Caused by:")]
+        first = lines[0] if lines else text.splitlines()[0] if text else repr(exc)
+        # A failure at run time says little on its first line: its root cause says what.
+        root = f" (root cause: {causes[-1][len('Caused by: '):]})" if causes and causes[-1] not in first else ""
+        return {"name": case["name"], "error": (first[:300] + root[:400])}
 
 
 def as_float32(v: float) -> float:
@@ -76,6 +80,13 @@ def java_value(v):
     if isinstance(v, (bytes, bytearray)):
         return bytes(v)
     cls = v.getClass().getName()
+    try:
+        return _java_object(v, cls)
+    except (ValueError, OverflowError):  # e.g. a year Python's datetime cannot hold
+        return ("other", v.toString())
+
+
+def _java_object(v, cls: str):
     if cls == "java.math.BigDecimal":
         return Decimal(v.toString())
     if cls == "java.time.LocalDateTime":
@@ -103,9 +114,15 @@ def java_value(v):
 
 
 def main() -> int:
+    # Flink's JVM (started by PyFlink, inheriting our descriptors) prints to stdout at
+    # times (generated code it failed to compile): the results go to the original stdout,
+    # everything else to stderr.
+    results = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
     spec = json.load(sys.stdin)
     out = [run_case(case) for case in spec["cases"]]
-    json.dump(out, sys.stdout, default=str)
+    json.dump(out, results, default=str)
+    results.close()
     return 0
 
 

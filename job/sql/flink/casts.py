@@ -94,8 +94,8 @@ def cast(tr, value, to: LogicalType, node: Optional[exp.Expression] = None, safe
     # ---- from character strings to temporal types
     if name in _TEMPORAL and src.is_character:
         if name == "DATE":
-            return Typed(f"{spark_cast}(trim({sql}) AS DATE)", to)
-        parsed = f"{spark_cast}(trim({sql}) AS TIMESTAMP)"
+            return Typed(parse_date(sql, safe), to)
+        parsed = parse_timestamp(sql, safe)
         parsed = truncate_fraction(parsed, 6, to.precision if to.precision is not None else 6)
         if name == "TIMESTAMP_LTZ":
             parsed = f"to_utc_timestamp({parsed}, {zone(tr)})"
@@ -114,6 +114,8 @@ def cast(tr, value, to: LogicalType, node: Optional[exp.Expression] = None, safe
             from job.sql.flink.translate import wrap_integer
             return Typed(wrap_integer(f"CAST({sql} AS BIGINT)", to), to)
         return Typed(f"CAST({sql} AS {to.spark})", to)
+    if to.is_integral and src.name in ("FLOAT", "DOUBLE", "DECIMAL"):
+        return Typed(approximate_to_integer(sql, src, to), to)
     if to.is_numeric and (src.is_numeric or src.is_character):
         return Typed(f"{spark_cast}({sql} AS {to.spark})", to.nullable_as(to.nullable or safe))
     if name == "BOOLEAN" and (src.is_character or src.is_numeric):
@@ -127,6 +129,84 @@ def cast(tr, value, to: LogicalType, node: Optional[exp.Expression] = None, safe
     tr.refuse(node, f"CAST from {src} to {to} is not supported")
 
 
+def approximate_to_integer(sql: str, src: LogicalType, to: LogicalType) -> str:
+    """Java's narrowing of a FLOAT/DOUBLE or DECIMAL to an integer type, as Flink casts:
+    the fraction is cut; a DOUBLE beyond the range of INT (BIGINT) saturates to its
+    bounds, NaN is 0, and a TINYINT/SMALLINT keeps the low-order bits of that INT; a
+    DECIMAL keeps the low-order bits of its whole part."""
+    from job.sql.flink.translate import wrap_integer
+
+    if src.name == "DECIMAL":
+        whole = f"CAST({sql} AS DECIMAL(38, 0))" if src.scale == 0 else \
+            f"CAST(IF({sql} < 0, ceil({sql}), floor({sql})) AS DECIMAL(38, 0))"
+        return wrap_integer(whole, to)
+    wide = "BIGINT" if to.name == "BIGINT" else "INT"
+    low, high = (-2 ** 63, 2 ** 63 - 1) if wide == "BIGINT" else (-2 ** 31, 2 ** 31 - 1)
+    suffix = "L" if wide == "BIGINT" else ""
+    d = f"CAST({sql} AS DOUBLE)"
+    saturated = (f"CASE WHEN isnan({d}) THEN CAST(0 AS {wide}) WHEN {d} >= {float(high)!r} THEN {high}{suffix} "
+                 f"WHEN {d} <= {float(low)!r} THEN {low}{suffix} ELSE CAST({d} AS {wide}) END")
+    if to.name in ("TINYINT", "SMALLINT"):
+        return wrap_integer(f"CAST({saturated} AS BIGINT)", to)
+    return f"({saturated})"
+
+
+# Flink's reading of text as a TIMESTAMP (DateTimeUtils.parseTimestampData): a date, or a
+# date and a time with seconds, in digits; no 'T', no time zone, no surrounding blanks;
+# a day past the month's end (but not past 31) is the month's last day. Spark's CAST
+# reads much more, so the text is checked and rebuilt first.
+TIMESTAMP_TEXT = (r"^([0-9]{4})-([0-9]{1,2})-([0-9]{1,2})"
+                  r"( [0-9]{1,2}:[0-9]{1,2}:[0-9]{1,2}(\.[0-9]{0,9})?)?$")
+# … and as a DATE (DateTimeUtils.parseDate): the text up to a blank that is not its first
+# character, three numbers with blanks allowed around each, a valid date.
+DATE_TEXT = r"^[\x00-\x20]*([0-9]+)[\x00-\x20]*-[\x00-\x20]*([0-9]+)[\x00-\x20]*-[\x00-\x20]*([0-9]+)[\x00-\x20]*$"
+
+
+def parse_timestamp(sql: str, safe: bool = True) -> str:
+    """Text as a TIMESTAMP the way Flink reads it: NULL for TRY_CAST, a failure for CAST."""
+    from job.sql.flink.functions import let
+    from job.sql.flink.translate import spark_string
+
+    pattern = spark_string(TIMESTAMP_TEXT)
+
+    def body(v: str) -> str:
+        def part(n: int) -> str:
+            return f"CAST(regexp_extract({v}, {pattern}, {n}) AS INT)"
+
+        y, m, d = part(1), part(2), part(3)
+        day = f"least({d}, day(last_day(make_date({y}, {m}, 1))))"
+        text = (f"concat(date_format(make_date({y}, {m}, {day}), 'yyyy-MM-dd'), "
+                f"regexp_extract({v}, {pattern}, 4))")
+        bad = "NULL" if safe else f"raise_error(concat('Invalid TIMESTAMP text: ', {v}))"
+        return (f"(CASE WHEN NOT ({v} RLIKE {pattern}) THEN {bad} WHEN {m} NOT BETWEEN 1 AND 12 OR {d} NOT BETWEEN 1 "
+                f"AND 31 THEN {bad} ELSE {'try_cast' if safe else 'CAST'}({text} AS TIMESTAMP) END)")
+
+    return let(sql, body)
+
+
+def parse_date(sql: str, safe: bool = True) -> str:
+    """Text as a DATE the way Flink reads it: NULL for TRY_CAST, a failure for CAST."""
+    from job.sql.flink.functions import let
+    from job.sql.flink.translate import spark_string
+
+    pattern = spark_string(DATE_TEXT)
+
+    def body(v: str) -> str:
+        cut = f"IF(instr({v}, ' ') > 1, substring_index({v}, ' ', 1), {v})"
+
+        def part(n: int) -> str:
+            return f"regexp_extract({cut}, {pattern}, {n})"
+
+        text = f"concat(lpad({part(1)}, 4, '0'), '-', lpad({part(2)}, 2, '0'), '-', lpad({part(3)}, 2, '0'))"
+        bad = "NULL" if safe else f"raise_error(concat('Invalid DATE text: ', {v}))"
+        parsed = f"try_to_date({text}, 'yyyy-MM-dd')"
+        if not safe:
+            parsed = f"coalesce({parsed}, {bad})"
+        return f"(CASE WHEN {v} IS NULL THEN NULL WHEN NOT ({cut} RLIKE {pattern}) THEN {bad} ELSE {parsed} END)"
+
+    return let(sql, body)
+
+
 def _int_bits(x: LogicalType) -> int:
     return {"TINYINT": 8, "SMALLINT": 16, "INT": 32, "BIGINT": 64}[x.name]
 
@@ -136,7 +216,9 @@ def _temporal(tr, sql: str, src: LogicalType, to: LogicalType) -> str:
     if to.name == "DATE":
         if src.name == "TIMESTAMP_LTZ":
             return f"CAST(from_utc_timestamp({sql}, {z}) AS DATE)"
-        return f"CAST({sql} AS DATE)"
+        # Flink divides a TIMESTAMP's epoch milliseconds by a day's, truncating: a time
+        # before 1970 becomes the next day (reproduced, see functions.temporal.flink_date).
+        return f"date_from_unix_date(CAST(unix_millis({sql}) div 86400000 AS INT))"
     precision = to.precision if to.precision is not None else 6
     if src.name == "DATE":
         out = f"CAST({sql} AS TIMESTAMP)"
@@ -176,6 +258,10 @@ def interval_literal(tr, node: exp.Interval):
     if first not in ("YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "SECOND"):
         tr.refuse(node, f"INTERVAL unit {first} is not supported")
     qualifier = " TO ".join(units)
+    if units[-1] == "SECOND":  # Flink keeps an interval in milliseconds: further digits are cut
+        import re
+
+        text = re.sub(r"(\.\d{3})\d+", r"\1", text)
     literal = exp.Literal.string(text).sql(dialect="spark")
     kind = "INTERVAL_YEAR_MONTH" if first in _YEAR_MONTH else "INTERVAL_DAY_TIME"
     return Typed(f"INTERVAL {literal} {qualifier}", t(kind, nullable=False))

@@ -80,6 +80,9 @@ _TIME_UNITS = {
 }
 
 
+_UNIT_FIRST = ("TIMESTAMPADD", "TIMESTAMPDIFF")
+
+
 class Flink(Dialect):
     NULL_ORDERING = "nulls_are_small"
 
@@ -404,6 +407,14 @@ def normalize(tree: exp.Expression) -> exp.Expression:
             return _call("MAP", list(node.expressions), node.this)
         if isinstance(node, exp.Anonymous) and isinstance(node.this, str):
             node.set("this", node.this.upper()) if node.this.upper() != node.this else None
+            if node.this in _UNIT_FIRST and node.expressions:
+                # TIMESTAMPADD(DAY, …): the unit is a keyword, not a column named DAY.
+                first = node.expressions[0]
+                if isinstance(first, exp.Column) and not first.table and not first.this.quoted \
+                        and first.name.upper() in _TIME_UNITS:
+                    unit = exp.Var(this=first.name.upper())
+                    unit.meta.update(first.meta)
+                    first.replace(unit)
         return node
 
     return tree.transform(swap, copy=False)

@@ -55,9 +55,15 @@ def arithmetic(op: str, a: LogicalType, b: LogicalType) -> Optional[LogicalType]
         b = a
     if not (a.is_numeric and b.is_numeric):
         return None
+    if op == "%" and not (a.is_exact and b.is_exact):
+        return None  # Flink's MOD takes exact numbers only
     if a.name in ("FLOAT", "DOUBLE") or b.name in ("FLOAT", "DOUBLE"):
-        names = {a.name, b.name}
-        return t("DOUBLE" if names & {"DOUBLE", "DECIMAL"} else "FLOAT", nullable=nullable)
+        if "DECIMAL" in (a.name, b.name):
+            return t("DOUBLE", nullable=nullable)
+        # Calcite ranks FLOAT and DOUBLE alike: the first approximate operand's type wins
+        # (FLOAT + DOUBLE is a FLOAT, DOUBLE + FLOAT a DOUBLE).
+        first = a if a.name in ("FLOAT", "DOUBLE") else b
+        return t(first.name, nullable=nullable)
     if a.name == "DECIMAL" or b.name == "DECIMAL":
         da, db = as_decimal(a), as_decimal(b)
         p1, s1, p2, s2 = da.precision, da.scale, db.precision, db.scale
@@ -65,7 +71,7 @@ def arithmetic(op: str, a: LogicalType, b: LogicalType) -> Optional[LogicalType]
             scale = max(s1, s2)
             return _decimal_result(max(p1 - s1, p2 - s2) + scale + 1, scale, nullable)
         if op == "*":
-            return _decimal_result(p1 + p2, s1 + s2, nullable)
+            return _decimal_result(p1 + p2 + 1, s1 + s2, nullable)
         if op == "/":
             scale = max(MIN_ADJUSTED_SCALE, s1 + p2 + 1)
             return _decimal_result(p1 - s1 + s2 + scale, scale, nullable)
@@ -118,8 +124,6 @@ def least_restrictive(types: Iterable[LogicalType]) -> Optional[LogicalType]:
         if len(names) > 1:
             return None
         return t(name, max(x.precision or 0 for x in known), nullable=nullable)
-    if names <= {"DATE", "TIMESTAMP"} and "TIMESTAMP" in names:
-        return t("TIMESTAMP", max(x.precision or 0 for x in known if x.name == "TIMESTAMP"), nullable=nullable)
     if names == {"ARRAY"}:
         element = least_restrictive(x.children[0] for x in known)
         return None if element is None else t("ARRAY", children=(element,), nullable=nullable)
@@ -148,8 +152,8 @@ def comparable(a: LogicalType, b: LogicalType) -> bool:
         return True
     if a.is_binary and b.is_binary:
         return True
-    if a.name in ("DATE", "TIMESTAMP", "TIMESTAMP_LTZ") and b.name in ("DATE", "TIMESTAMP", "TIMESTAMP_LTZ"):
-        return True
+    if a.is_timestamp and b.is_timestamp:
+        return True   # a TIMESTAMP meets a TIMESTAMP_LTZ as one (Flink's implicit cast)
     if a.name == b.name:
         return True
     return False

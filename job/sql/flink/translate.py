@@ -24,7 +24,7 @@ Semantics handled here, for every expression:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Callable, NoReturn, Optional
 
 from sqlglot import exp
@@ -166,32 +166,43 @@ def _paren(tr: Translator, node: exp.Paren) -> Typed:
 
 @handles(exp.Literal)
 def _literal(tr: Translator, node: exp.Literal) -> Typed:
+    """Literals typed as Flink (Calcite) types them: ``1.50`` is DECIMAL(3, 2) (every digit
+    written counts, leading zeros too), ``1.`` an INT, ``1e3`` a DOUBLE; an exact literal
+    has at most 19 digits and an integer must fit a BIGINT."""
     if node.is_string:
         return lit(node.this)
-    text = node.this
+    text = _written(tr, node)
     lowered = text.lower()
     if "e" in lowered:
+        if abs(float(text)) == float("inf"):
+            tr.refuse(node, f"Numeric literal '{text}' out of range")
         return Typed(f"CAST({text} AS DOUBLE)", t("DOUBLE", nullable=False))
-    if "." in text:
-        try:
-            value = Decimal(text)
-        except InvalidOperation:
-            tr.refuse(node, f"invalid number literal {text}")
-        digits = value.as_tuple()
-        scale = max(0, -digits.exponent)
-        precision = max(len(digits.digits), scale, 1)
-        if precision > rules.MAX_PRECISION:
-            return Typed(f"CAST({text} AS DOUBLE)", t("DOUBLE", nullable=False))
-        return Typed(f"CAST({text} AS DECIMAL({precision},{scale}))", decimal(precision, scale, nullable=False))
-    number = int(text)
+    whole, dot, fraction = text.partition(".")
+    if dot and fraction:
+        precision, scale = len(whole) + len(fraction), len(fraction)
+        if precision > MAX_LITERAL_DIGITS:
+            tr.refuse(node, f"Numeric literal '{text}' out of range")
+        value = Decimal(text)
+        return Typed(f"CAST({value} AS DECIMAL({precision},{scale}))", decimal(precision, scale, nullable=False))
+    number = int(whole or "0")
     if -2**31 <= number < 2**31:
-        return Typed(text, t("INT", nullable=False))
+        return Typed(str(number), t("INT", nullable=False))
     if -2**63 <= number < 2**63:
-        return Typed(f"{text}L", t("BIGINT", nullable=False))
-    precision = len(text.lstrip("-"))
-    if precision > rules.MAX_PRECISION:
-        tr.refuse(node, f"number literal {text} is out of range")
-    return Typed(f"CAST({text} AS DECIMAL({precision},0))", decimal(precision, 0, nullable=False))
+        return Typed(f"{number}L", t("BIGINT", nullable=False))
+    tr.refuse(node, f"Numeric literal '{text}' out of range")
+
+
+MAX_LITERAL_DIGITS = 19
+
+
+def _written(tr: Translator, node: exp.Literal) -> str:
+    """The literal as the user wrote it (sqlglot normalizes ``.5`` to ``0.5``)."""
+    start, end = node.meta.get("start"), node.meta.get("end")
+    if start is not None and end is not None:
+        written = tr.query.text[start:end + 1]
+        if written.replace(".", "").replace("+", "").replace("-", "").isalnum():
+            return written
+    return node.this
 
 
 @handles(exp.Null)
@@ -231,14 +242,19 @@ def field_access(tr: Translator, base: Typed, name: str, node: exp.Expression) -
 
 _ARITH = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%"}
 _INT_RANGE = {"TINYINT": 8, "SMALLINT": 16, "INT": 32}
+_BITS = {"TINYINT": 8, "SMALLINT": 16, "INT": 32, "BIGINT": 64}
 
 
 def wrap_integer(sql: str, type_: LogicalType) -> str:
-    """Java's wrap-around of a TINYINT/SMALLINT/INT result computed in BIGINT."""
-    bits = _INT_RANGE[type_.name]
+    """Java's wrap-around of an integer result: ``sql`` (an exact number of any size:
+    BIGINT, or DECIMAL(38, 0) for BIGINT results) kept to ``type_``'s low-order bits."""
+    bits = _BITS[type_.name]
     half, full = 2 ** (bits - 1), 2 ** bits
     spark = type_.spark
-    return f"CAST(pmod(({sql}) + {half}L, {full}L) - {half}L AS {spark})"
+    if bits < 64:
+        return f"CAST(pmod(({sql}) + {half}L, {full}L) - {half}L AS {spark})"
+    return (f"CAST(pmod(CAST({sql} AS DECIMAL(38, 0)) + CAST({half} AS DECIMAL(38, 0)), "
+            f"CAST({full} AS DECIMAL(38, 0))) - CAST({half} AS DECIMAL(38, 0)) AS BIGINT)")
 
 
 @handles(*_ARITH)
@@ -250,29 +266,65 @@ def _arithmetic(tr: Translator, node: exp.Binary) -> Typed:
         return temporal
     result = rules.arithmetic(op, a.type, b.type)
     if result is None:
+        if op == "%" and a.type.is_numeric and b.type.is_numeric:
+            tr.refuse(node, f"cannot apply '%' (MOD) to {a.type} and {b.type}: Flink's MOD takes exact numbers",
+                      hint="CAST the values to an integer or DECIMAL type")
         tr.refuse(node, f"cannot apply '{op}' to {a.type} and {b.type}")
     return arithmetic_sql(tr, op, a, b, result, node)
 
 
+_TRY = {"+": "try_add", "-": "try_subtract", "*": "try_multiply"}
+
+
 def arithmetic_sql(tr: Translator, op: str, a: Typed, b: Typed, result: LogicalType, node) -> Typed:
+    """``a op b`` computed as Flink computes it (Java arithmetic): integers wrap around on
+    overflow, DECIMAL overflow is NULL, DOUBLE division by zero is an infinity or NaN.
+    Division of exact numbers by zero fails the query, in Flink and here."""
     if result.is_null:
         return Typed("NULL", result)
     if result.name in _INT_RANGE:
-        if op == "/":
-            return Typed(f"CAST(({a.sql}) div ({b.sql}) AS {result.spark})", result)
+        if op == "/":  # Integer.MIN_VALUE / -1 wraps
+            return Typed(wrap_integer(f"({a.sql}) div ({b.sql})", result), result)
         if op == "%":
             return Typed(f"CAST(({a.sql}) % ({b.sql}) AS {result.spark})", result)
         return Typed(wrap_integer(f"CAST({a.sql} AS BIGINT) {op} CAST({b.sql} AS BIGINT)", result), result)
     if result.name == "BIGINT":
-        if op == "/":
-            return Typed(f"(({a.sql}) div ({b.sql}))", result)
-        return Typed(f"(CAST({a.sql} AS BIGINT) {op} CAST({b.sql} AS BIGINT))", result)
+        la, lb = f"CAST({a.sql} AS BIGINT)", f"CAST({b.sql} AS BIGINT)"
+        if op == "/":  # Long.MIN_VALUE / -1 wraps to itself
+            return Typed(f"(CASE WHEN {lb} = -1 THEN {_negate_long(la)} ELSE {la} div {lb} END)", result)
+        if op == "%":
+            return Typed(f"(CASE WHEN {lb} = -1 THEN 0L * {la} ELSE {la} % {lb} END)", result)
+        exact = f"CAST({a.sql} AS DECIMAL(38, 0)) {op} CAST({b.sql} AS DECIMAL(38, 0))"
+        return Typed(f"coalesce({_TRY[op]}({la}, {lb}), {wrap_integer(exact, result)})", result)
     if result.name == "DECIMAL":
         da = a if a.type.name == "DECIMAL" else tr.cast(a, rules.as_decimal(a.type), node)
         db = b if b.type.name == "DECIMAL" else tr.cast(b, rules.as_decimal(b.type), node)
-        return Typed(f"CAST(({da.sql}) {op} ({db.sql}) AS {result.spark})", result)
-    return Typed(f"CAST(CAST({a.sql} AS {result.spark}) {op} CAST({b.sql} AS {result.spark}) AS {result.spark})",
-                 result)
+        if op == "/":  # by zero: Spark's own division fails the query, as Flink's does
+            value = f"IF(({db.sql}) = 0, ({da.sql}) / ({db.sql}), try_divide({da.sql}, {db.sql}))"
+        elif op == "%":
+            value = f"({da.sql}) % ({db.sql})"
+        else:
+            value = f"{_TRY[op]}({da.sql}, {db.sql})"
+        # A value beyond DECIMAL(38) or the result's precision is NULL in Flink.
+        return Typed(f"try_cast({value} AS {result.spark})", result)
+    x, y = f"CAST({a.sql} AS {result.spark})", f"CAST({b.sql} AS {result.spark})"
+    if op == "/":
+        return Typed(ieee_divide(x, y, result.spark), result)
+    return Typed(f"CAST({x} {op} {y} AS {result.spark})", result)
+
+
+def _negate_long(sql: str) -> str:
+    return f"IF({sql} = -9223372036854775808L, {sql}, -{sql})"
+
+
+def ieee_divide(x: str, y: str, spark_type: str = "DOUBLE") -> str:
+    """Java's floating-point division: by zero it is ±Infinity, or NaN for 0/0 (Spark's
+    ANSI division fails instead)."""
+    inf = f"CAST('Infinity' AS {spark_type})"
+    return (f"(CASE WHEN {x} IS NULL OR {y} IS NULL THEN CAST(NULL AS {spark_type}) "
+            f"WHEN {y} <> 0 OR isnan({y}) THEN CAST({x} / {y} AS {spark_type}) "
+            f"WHEN {x} = 0 OR isnan({x}) THEN CAST('NaN' AS {spark_type}) "
+            f"WHEN ({x} > 0) = (CAST({y} AS STRING) NOT LIKE '-%') THEN {inf} ELSE -{inf} END)")
 
 
 def _temporal_arithmetic(tr: Translator, op: str, a: Typed, b: Typed, node) -> Optional[Typed]:
@@ -305,6 +357,8 @@ def _neg(tr: Translator, node: exp.Neg) -> Typed:
     value = tr.expr(node.this)
     if value.type.name in _INT_RANGE:
         return Typed(wrap_integer(f"-CAST({value.sql} AS BIGINT)", value.type), value.type)
+    if value.type.name == "BIGINT":
+        return Typed(f"({_negate_long(value.sql)})", value.type)
     if not (value.type.is_numeric or value.type.is_interval or value.type.is_null):
         tr.refuse(node, f"cannot negate {value.type}")
     return Typed(f"(-{value.sql})", value.type)
@@ -337,6 +391,9 @@ _COMPARE = {exp.EQ: "=", exp.NEQ: "<>", exp.GT: ">", exp.GTE: ">=", exp.LT: "<",
 
 def comparison(tr: Translator, op: str, a: Typed, b: Typed, node) -> Typed:
     if not rules.comparable(a.type, b.type):
+        if {a.type.name, b.type.name} <= {"DATE", "TIMESTAMP", "TIMESTAMP_LTZ"}:
+            tr.refuse(node, f"Cannot apply '{op}' to arguments of type '<{a.type.summary(False)}> {op} "
+                            f"<{b.type.summary(False)}>'", hint="CAST the DATE to a TIMESTAMP, or the TIMESTAMP to a DATE")
         tr.refuse(node, f"implicit type conversion between {a.type.summary(False)} and {b.type.summary(False)} "
                         "is not supported", hint="CAST one side to the other's type")
     a, b = comparable_pair(tr, a, b, node)
@@ -345,13 +402,13 @@ def comparison(tr: Translator, op: str, a: Typed, b: Typed, node) -> Typed:
 
 
 def comparable_pair(tr: Translator, a: Typed, b: Typed, node) -> tuple[Typed, Typed]:
-    """Values Spark compares the way Flink does: CHAR values compare without their
-    padding, a DATE meets a TIMESTAMP as a TIMESTAMP."""
-    if {a.type.name, b.type.name} == {"DATE", "TIMESTAMP"} or {a.type.name, b.type.name} == {"DATE", "TIMESTAMP_LTZ"}:
-        if a.type.name == "DATE":
-            a = tr.cast(a, t(b.type.name, b.type.precision, nullable=a.type.nullable), node)
+    """Values Spark compares the way Flink does: a TIMESTAMP meets a TIMESTAMP_LTZ as a
+    TIMESTAMP_LTZ (its wall-clock time read in the local time zone)."""
+    if {a.type.name, b.type.name} == {"TIMESTAMP", "TIMESTAMP_LTZ"}:
+        if a.type.name == "TIMESTAMP":
+            a = tr.cast(a, t("TIMESTAMP_LTZ", a.type.precision, nullable=a.type.nullable), node)
         else:
-            b = tr.cast(b, t(a.type.name, a.type.precision, nullable=b.type.nullable), node)
+            b = tr.cast(b, t("TIMESTAMP_LTZ", b.type.precision, nullable=b.type.nullable), node)
     return a, b
 
 
@@ -497,6 +554,10 @@ def _bracket(tr: Translator, node: exp.Bracket) -> Typed:
     if base.type.name == "ARRAY":
         if not (index.type.is_integral or index.type.is_null):
             tr.refuse(node.expressions[0], f"an array index must be an integer, not {index.type}")
+        constant = node.expressions[0]
+        if isinstance(constant, exp.Neg) or (isinstance(constant, exp.Literal) and constant.this == "0"):
+            shown = tr.query.flink_sql(constant)
+            tr.refuse(constant, f"Array element access needs an index starting at 1 but was {shown}.")
         element = base.type.children[0].nullable_as(True)
         # Flink arrays are 1-based; any index outside 1..size is NULL (Spark's element_at
         # would count a negative index from the end).
@@ -564,6 +625,13 @@ def _filter(tr: Translator, node: exp.Filter) -> Typed:
 @handles(exp.SimilarTo)
 def _similar(tr: Translator, node) -> Typed:
     tr.refuse(node, "SIMILAR TO is not supported yet", hint="use REGEXP(string, regex) or LIKE")
+
+
+@handles(exp.Overlaps)
+def _overlaps(tr: Translator, node: exp.Overlaps) -> Typed:
+    from job.sql.flink.functions.temporal import overlaps
+
+    return overlaps(tr, node)
 
 
 @handles(exp.Tuple)

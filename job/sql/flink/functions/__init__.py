@@ -8,7 +8,8 @@ Flink's documentation (comparison and logical operators live in the translator):
 module         Flink's category
 =============  ===============================================
 arithmetic     arithmetic functions
-string         string functions
+string         string functions (regexp: regular expressions; encoding: charsets,
+               URLs, PRINTF, STR_TO_MAP, JSON_QUOTE)
 temporal       temporal functions
 conditional    conditional functions
 conversion     type conversion functions
@@ -195,6 +196,21 @@ class Call:
         return any(v.type.nullable for v in values)
 
 
+_names = iter(range(1, 1 << 62))
+
+
+def lambda_var(prefix: str = "v") -> str:
+    """A fresh name for a Spark lambda variable (nested lambdas must not shadow each other)."""
+    return f"_{prefix}{next(_names)}"
+
+
+def let(sql: str, body: Callable[[str], str]) -> str:
+    """``body`` of a value computed once: Spark SQL has no LET, so the value goes through a
+    one-element array and ``transform`` (``body`` gets the lambda variable's name)."""
+    v = lambda_var()
+    return f"element_at(transform(array({sql}), {v} -> {body(v)}), 1)"
+
+
 def _family(x: LogicalType, family: str) -> bool:
     return {
         "string": x.is_character,
@@ -234,7 +250,7 @@ def call(tr, node: exp.Anonymous):
 
 
 _loaded = False
-MODULES = ("arithmetic", "string", "temporal", "conditional", "conversion", "collection", "json", "value", "hashing",
+MODULES = ("arithmetic", "string", "regexp", "encoding", "temporal", "conditional", "conversion", "collection", "json", "value", "hashing",
            "aggregate")
 
 

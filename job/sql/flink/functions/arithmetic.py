@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from job.sql.flink import rules
 from job.sql.flink.functions import not_supported, scalar
-from job.sql.flink.translate import Typed, arithmetic_sql
+from job.sql.flink.translate import Typed, arithmetic_sql, ieee_divide, wrap_integer
 from job.sql.types import DOUBLE_TYPE, INT_TYPE, STRING_TYPE, decimal, t
 
 CATEGORY = "arithmetic"
@@ -29,30 +29,44 @@ for _name, _spark, _doc in [("SQRT", "sqrt", "The square root of NUMERIC."),
         lambda call, _s=_spark: _double(call, _s))
 
 
-@scalar("LN", CATEGORY, "LN(numeric)", "The natural logarithm; NULL for values ≤ 0.")
+def java_log(x: str, fn: str = "ln") -> str:
+    """Java's logarithm of the DOUBLE ``x``: -Infinity at 0, NaN below (Spark's is NULL
+    for both)."""
+    return (f"(CASE WHEN {x} > 0 THEN {fn}({x}) WHEN {x} = 0 THEN CAST('-Infinity' AS DOUBLE) "
+            f"WHEN {x} < 0 THEN CAST('NaN' AS DOUBLE) END)")
+
+
+def _log(call, fn: str, i: int = 0) -> str:
+    call.need(i, "numeric")
+    return java_log(f"CAST({call.arg(i).sql} AS DOUBLE)", fn)
+
+
+@scalar("LN", CATEGORY, "LN(numeric)", "The natural logarithm: -Infinity at 0, NaN for negative values.")
 def ln(call):
-    x = call.args(1)[0]
-    call.need(0, "numeric")
-    return Typed(f"IF(CAST({x.sql} AS DOUBLE) > 0, ln(CAST({x.sql} AS DOUBLE)), NULL)", DOUBLE_TYPE.nullable_as(True))
+    call.args(1)
+    return Typed(_log(call, "ln"), DOUBLE_TYPE.nullable_as(call.nullable()))
 
 
-@scalar("LOG10", CATEGORY, "LOG10(numeric)", "The base-10 logarithm.")
+@scalar("LOG10", CATEGORY, "LOG10(numeric)", "The base-10 logarithm (-Infinity at 0, NaN below).")
 def log10(call):
-    return _double(call, "log10")
+    call.args(1)
+    return Typed(_log(call, "log10"), DOUBLE_TYPE.nullable_as(call.nullable()))
 
 
-@scalar("LOG2", CATEGORY, "LOG2(numeric)", "The base-2 logarithm.")
+@scalar("LOG2", CATEGORY, "LOG2(numeric)", "The base-2 logarithm (-Infinity at 0, NaN below).")
 def log2(call):
-    return _double(call, "log2")
+    call.args(1)
+    return Typed(_log(call, "log2"), DOUBLE_TYPE.nullable_as(call.nullable()))
 
 
 @scalar("LOG", CATEGORY, "LOG(numeric2) / LOG(numeric1, numeric2)",
-        "The natural logarithm of NUMERIC2, or its logarithm to the base NUMERIC1.")
+        "The natural logarithm of NUMERIC2, or its logarithm to the base NUMERIC1 (LN(NUMERIC2) / LN(NUMERIC1), "
+        "with Java's infinities and NaN).")
 def log(call):
     args = call.args(1, 2)
     if len(args) == 1:
-        return _double(call, "ln")
-    return _double(call, "log", *args)
+        return Typed(_log(call, "ln"), DOUBLE_TYPE.nullable_as(call.nullable()))
+    return Typed(ieee_divide(_log(call, "ln", 1), _log(call, "ln", 0)), DOUBLE_TYPE.nullable_as(call.nullable()))
 
 
 @scalar("POWER", CATEGORY, "POWER(numeric1, numeric2)", "NUMERIC1 to the power NUMERIC2, a DOUBLE.",
@@ -70,6 +84,10 @@ def atan2(call):
 def abs_(call):
     x = call.args(1)[0]
     call.need(0, "numeric", "interval")
+    if x.type.is_integral:  # Java: the absolute value of the smallest integer is itself
+        low = {"TINYINT": -2 ** 7, "SMALLINT": -2 ** 15, "INT": -2 ** 31, "BIGINT": -2 ** 63}[x.type.name]
+        return Typed(f"CAST(IF({x.sql} = {low}{'L' if low < -2 ** 31 else ''}, {x.sql}, abs({x.sql})) AS "
+                     f"{x.type.spark})", x.type)
     return Typed(f"abs({x.sql})", x.type)
 
 
@@ -86,7 +104,8 @@ def mod(call):
     a, b = call.args(2)
     result = rules.arithmetic("%", a.type, b.type)
     if result is None:
-        call.refuse(f"MOD needs numbers, not {a.type} and {b.type}")
+        call.refuse(f"MOD takes exact numbers (integers or DECIMAL), not {a.type} and {b.type}",
+                    hint="CAST the values to an integer or DECIMAL type")
     return arithmetic_sql(call.tr, "%", a, b, result, call.node)
 
 
@@ -108,8 +127,8 @@ def round_(call):
     digits = call.constant_int(1, "the decimal places") if len(args) == 2 else 0
     x = args[0]
     result = _round_type(x.type, digits)
-    if x.type.is_integral:
-        return Typed(f"CAST(round(CAST({x.sql} AS DECIMAL(38, 0)), {digits}) AS {x.type.spark})", x.type)
+    if x.type.is_integral:  # Java: rounded as a BigDecimal, then wrapped to the type's bits
+        return Typed(wrap_integer(f"round(CAST({x.sql} AS DECIMAL(38, 0)), {digits})", x.type), x.type)
     return Typed(f"CAST(round({x.sql}, {digits}) AS {result.spark})", result)
 
 
@@ -133,19 +152,23 @@ def truncate(call):
 
 
 def _ceil_floor(call, fn: str):
-    args = call.args(1, 2)
-    x = args[0]
-    if len(args) == 2:  # CEIL(ts TO unit): temporal, see functions.temporal
+    call.arity(1, 2)
+    if len(call) == 2:  # CEIL(ts TO unit): temporal, see functions.temporal
         from job.sql.flink.functions.temporal import ceil_floor_time
 
         return ceil_floor_time(call, fn)
+    x = call.arg(0)
     call.need(0, "numeric")
     if x.type.is_integral:
         return Typed(x.sql, x.type)
     if x.type.name == "DECIMAL":
         result = decimal(x.type.precision, 0, x.type.nullable)
         return Typed(f"CAST({fn}({x.sql}) AS {result.spark})", result)
-    return Typed(f"CAST({fn}({x.sql}) AS {x.type.spark})", x.type)
+    # Spark's ceil/floor of a DOUBLE is a BIGINT (saturating); from 2^52 on every DOUBLE
+    # is whole already, and NaN and the infinities stay as they are (Math.ceil).
+    d = f"CAST({x.sql} AS DOUBLE)"
+    return Typed(f"CAST(IF(isnan({d}) OR abs({d}) >= 4.503599627370496E15, {d}, CAST({fn}({d}) AS DOUBLE)) "
+                 f"AS {x.type.spark})", x.type)
 
 
 @scalar("CEIL", CATEGORY, "CEIL(numeric) / CEIL(timepoint TO timeintervalunit)",
@@ -207,5 +230,12 @@ def hex_(call):
     return Typed(f"hex({x.sql})", STRING_TYPE.nullable_as(x.type.nullable))
 
 
-not_supported("UNHEX", CATEGORY)
+@scalar("UNHEX", CATEGORY, "UNHEX(expr)",
+        "The bytes written in hexadecimal in EXPR; of an odd number of digits the first is dropped and a zero byte "
+        "put in front; NULL if EXPR is not hexadecimal.")
+def unhex(call):
+    x = call.args(1)[0]
+    call.need(0, "string")
+    value = f"IF(char_length({x.sql}) % 2 = 1, concat(X'00', unhex(substring({x.sql}, 2))), unhex({x.sql}))"
+    return Typed(value, t("VARBINARY", 2147483647, nullable=True))
 not_supported("PERCENTILE", CATEGORY, kind="aggregate")

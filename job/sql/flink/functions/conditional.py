@@ -36,7 +36,9 @@ def if_(call):
     call.arity(3)
     cond = call.tr.condition(call.raw[0], "IF")
     values, common = call.tr.coerce([call.arg(1), call.arg(2)], call.node, "IF")
-    return Typed(f"(CASE WHEN {cond.sql} THEN {values[0].sql} ELSE {values[1].sql} END)", common)
+    # Flink's IF is nullable when any of its arguments is, the condition too.
+    return Typed(f"(CASE WHEN {cond.sql} THEN {values[0].sql} ELSE {values[1].sql} END)",
+                 common.nullable_as(common.nullable or cond.type.nullable))
 
 
 def _extreme(call, word: str):

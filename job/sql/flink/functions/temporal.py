@@ -8,10 +8,10 @@ date) the translation converts through that zone explicitly.
 """
 from __future__ import annotations
 
-from job.sql.flink.casts import timestamp_format, truncate_fraction, zone
+from job.sql.flink.casts import parse_date, parse_timestamp, truncate_fraction, zone
 from job.sql.flink.functions import not_supported, scalar
 from job.sql.flink.translate import Typed, lit
-from job.sql.types import BIGINT_TYPE, DATE_TYPE, INT_TYPE, STRING_TYPE, t, timestamp
+from job.sql.types import BIGINT_TYPE, BOOLEAN_TYPE, DATE_TYPE, INT_TYPE, STRING_TYPE, t, timestamp
 
 CATEGORY = "temporal"
 DEFAULT_FORMAT = "yyyy-MM-dd HH:mm:ss"
@@ -26,6 +26,24 @@ def wall_clock(call, value: Typed) -> str:
     return value.sql
 
 
+# java.text.SimpleDateFormat("yyyy-MM-dd HH:mm:ss"), which Flink reads text with where no
+# pattern is given (UNIX_TIMESTAMP, DATE_FORMAT of text, CONVERT_TZ): it reads a prefix of
+# the text (what follows is ignored), takes any number of digits per field, and is
+# lenient (month 13 is January of the next year).
+_DEFAULT_TEXT = "^[ \\t]*([0-9]+)-([0-9]+)-([0-9]+) ([0-9]+):([0-9]+):([0-9]+)"
+
+
+def read_default(sql: str) -> str:
+    """Text read as SimpleDateFormat("yyyy-MM-dd HH:mm:ss") reads it, a TIMESTAMP or NULL."""
+    def field(n: int) -> str:
+        return f"CAST(regexp_extract({sql}, '{_DEFAULT_TEXT}', {n}) AS INT)"
+
+    value = f"make_timestamp({field(1)}, 1, 1, 0, 0, 0)"
+    for unit, n, offset in (("MONTH", 2, 1), ("DAY", 3, 1), ("HOUR", 4, 0), ("MINUTE", 5, 0), ("SECOND", 6, 0)):
+        value = f"timestampadd({unit}, {field(n)}{f' - {offset}' if offset else ''}, {value})"
+    return f"IF({sql} RLIKE '{_DEFAULT_TEXT}', {value}, NULL)"
+
+
 def _format_arg(call, i: int, default: str = DEFAULT_FORMAT) -> str:
     if len(call) > i:
         call.need(i, "string")
@@ -37,9 +55,9 @@ def _format_arg(call, i: int, default: str = DEFAULT_FORMAT) -> str:
         "The timestamp as text in the given SimpleDateFormat pattern (a TIMESTAMP_LTZ in the local time zone).")
 def date_format(call):
     value, fmt = call.args(2)
-    call.need(0, "timestamp", "date", "string"), call.need(1, "string")
+    call.need(0, "timestamp", "string"), call.need(1, "string")
     if value.type.is_character:
-        source = f"try_cast({value.sql} AS TIMESTAMP)"
+        source = read_default(value.sql)
     else:
         source = wall_clock(call, value)
     return Typed(f"date_format({source}, {fmt.sql})", STRING_TYPE.nullable_as(True))
@@ -51,7 +69,7 @@ def to_timestamp(call):
     args = call.args(1, 2)
     call.need(0, "string")
     if len(args) == 1:
-        parsed = f"try_cast(trim({args[0].sql}) AS TIMESTAMP)"
+        parsed = parse_timestamp(args[0].sql)
     else:
         call.need(1, "string")
         parsed = f"try_to_timestamp({args[0].sql}, {args[1].sql})"
@@ -64,7 +82,7 @@ def to_date(call):
     args = call.args(1, 2)
     call.need(0, "string")
     if len(args) == 1:
-        return Typed(f"try_cast(trim({args[0].sql}) AS DATE)", DATE_TYPE)
+        return Typed(parse_date(args[0].sql), DATE_TYPE)
     call.need(1, "string")
     return Typed(f"CAST(try_to_timestamp({args[0].sql}, {args[1].sql}) AS DATE)", DATE_TYPE)
 
@@ -95,9 +113,11 @@ def unix_timestamp(call):
     if not args:
         return Typed("unix_timestamp()", BIGINT_TYPE.nullable_as(False))
     call.need(0, "string")
-    parsed = f"try_to_timestamp({args[0].sql}, {_format_arg(call, 1)})"
-    # Flink answers Long.MIN_VALUE for a string that does not parse.
-    return Typed(f"coalesce(unix_seconds(to_utc_timestamp({parsed}, {zone(call.tr)})), "
+    parsed = (read_default(args[0].sql) if len(args) == 1 else
+              f"try_to_timestamp({args[0].sql}, {_format_arg(call, 1)})")
+    # Flink answers Long.MIN_VALUE for a string that does not parse; its seconds are the
+    # milliseconds divided by 1000, truncated (before 1970: rounded up).
+    return Typed(f"coalesce(unix_millis(to_utc_timestamp({parsed}, {zone(call.tr)})) div 1000, "
                  f"IF({args[0].sql} IS NULL, NULL, -9223372036854775808L))", BIGINT_TYPE.nullable_as(True))
 
 
@@ -116,35 +136,65 @@ def convert_tz(call):
     value, src, dst = call.args(3)
     for i in range(3):
         call.need(i, "string")
-    moved = f"from_utc_timestamp(to_utc_timestamp(try_cast({value.sql} AS TIMESTAMP), {src.sql}), {dst.sql})"
+    parsed = read_default(value.sql)
+    moved = f"from_utc_timestamp(to_utc_timestamp({parsed}, {src.sql}), {dst.sql})"
     return Typed(f"date_format({moved}, '{DEFAULT_FORMAT}')", STRING_TYPE.nullable_as(True))
 
 
 # --------------------------------------------------------------------------- fields
 
-_EXTRACT = {
-    "YEAR": "year({t})", "QUARTER": "quarter({t})", "MONTH": "month({t})", "WEEK": "weekofyear({t})",
-    "DAY": "day({t})", "HOUR": "hour({t})", "MINUTE": "minute({t})", "SECOND": "second({t})",
-    "DOW": "dayofweek({t})", "DOY": "dayofyear({t})", "ISODOW": "(pmod(dayofweek({t}) + 5, 7) + 1)",
-    "DECADE": "floor(year({t}) / 10)", "CENTURY": "ceil(year({t}) / 100)", "MILLENNIUM": "ceil(year({t}) / 1000)",
-    "MILLISECOND": "(second({t}) * 1000 + floor(pmod(unix_micros({t}), 1000000) / 1000))",
-    "MICROSECOND": "(second({t}) * 1000000 + pmod(unix_micros({t}), 1000000))",
-    "EPOCH": "unix_seconds({t})", "ISOYEAR": "year(date_add(to_date({t}), 4 - (pmod(dayofweek({t}) + 5, 7) + 1)))",
+# Fields of a DATE (days since the epoch), with Spark's functions on that date.
+_DATE_FIELDS = {
+    "YEAR": "year({d})", "QUARTER": "quarter({d})", "MONTH": "month({d})", "WEEK": "weekofyear({d})",
+    "DAY": "day({d})", "DOW": "dayofweek({d})", "DOY": "dayofyear({d})",
+    "ISODOW": "(pmod(dayofweek({d}) + 5, 7) + 1)", "DECADE": "floor(year({d}) / 10)",
+    "CENTURY": "ceil(year({d}) / 100)", "MILLENNIUM": "ceil(year({d}) / 1000)",
+    "ISOYEAR": "year(date_add({d}, 4 - (pmod(dayofweek({d}) + 5, 7) + 1)))",
+}
+# Fields of the time of day, from ``{m}``: a TIMESTAMP's epoch milliseconds (``{u}``:
+# microseconds). Flink takes them with Java's truncating division and remainder, so a
+# time before 1970 has negative fields (EXTRACT(HOUR FROM TIMESTAMP '1969-12-31
+# 20:00:00') is -4) and its date is the next day's: reproduced as it is.
+_TIME_FIELDS = {
+    "HOUR": "(({m}) % 86400000) div 3600000", "MINUTE": "(({m}) % 3600000) div 60000",
+    "SECOND": "(({m}) % 60000) div 1000", "MILLISECOND": "({m}) % 1000", "MICROSECOND": "({u}) % 1000000",
+    "EPOCH": "({m}) div 1000",
 }
 _UNIT_ALIASES = {"YEARS": "YEAR", "MONTHS": "MONTH", "DAYS": "DAY", "HOURS": "HOUR", "MINUTES": "MINUTE",
                  "SECONDS": "SECOND", "WEEKS": "WEEK", "QUARTERS": "QUARTER", "DAYOFMONTH": "DAY",
                  "DAYOFWEEK": "DOW", "DAYOFYEAR": "DOY", "SQL_TSI_DAY": "DAY"}
 
 
+def epoch_millis(call, value: Typed) -> tuple[str, str]:
+    """(milliseconds, microseconds) since the epoch of a TIMESTAMP's wall-clock time, or of
+    a TIMESTAMP_LTZ's time in the local time zone."""
+    local = wall_clock(call, value)
+    return f"unix_millis({local})", f"unix_micros({local})"
+
+
+def flink_date(millis: str) -> str:
+    """The DATE Flink gives a time: its epoch milliseconds divided by a day's, truncated
+    (for times before 1970, the next day)."""
+    return f"date_from_unix_date(CAST(({millis}) div 86400000 AS INT))"
+
+
 def _field(call, unit: str, value: Typed) -> Typed:
     unit = _UNIT_ALIASES.get(unit, unit)
-    template = _EXTRACT.get(unit)
-    if template is None:
+    if unit not in _DATE_FIELDS and unit not in _TIME_FIELDS:
         call.refuse(f"EXTRACT({unit} FROM …) is not supported")
-    if unit == "EPOCH" and value.type.name == "TIMESTAMP_LTZ":
-        text = template.format(t=value.sql)
+    if value.type.name == "DATE":
+        if unit in _TIME_FIELDS and unit != "EPOCH":
+            call.refuse(f"EXTRACT({unit} FROM …) needs a time, not a DATE")
+        text = (f"unix_date({value.sql}) * 86400" if unit == "EPOCH"
+                else _DATE_FIELDS[unit].format(d=value.sql))
     else:
-        text = template.format(t=wall_clock(call, value))
+        millis, micros = epoch_millis(call, value)
+        if unit == "EPOCH" and value.type.name == "TIMESTAMP_LTZ":
+            millis = f"unix_millis({value.sql})"
+        if unit in _TIME_FIELDS:
+            text = _TIME_FIELDS[unit].format(m=millis, u=micros)
+        else:
+            text = _DATE_FIELDS[unit].format(d=flink_date(millis))
     return Typed(f"CAST({text} AS BIGINT)", BIGINT_TYPE.nullable_as(value.type.nullable))
 
 
@@ -177,8 +227,8 @@ def timestampadd(call):
     n, value = call.need(1, "integer"), call.need(2, "temporal")
     added = f"timestampadd({unit}, {n.sql}, {wall_clock(call, value) if value.type.name == 'DATE' else value.sql})"
     if value.type.name == "DATE":
-        return Typed(f"CAST({added} AS DATE)", value.type.nullable_as(call.nullable()))
-    return Typed(added, value.type.nullable_as(call.nullable()))
+        return Typed(f"CAST({added} AS DATE)", value.type.nullable_as(call.nullable(n, value)))
+    return Typed(added, value.type.nullable_as(call.nullable(n, value)))
 
 
 @scalar("TIMESTAMPDIFF", CATEGORY, "TIMESTAMPDIFF(timepointunit, timepoint1, timepoint2)",
@@ -207,7 +257,10 @@ def ceil_floor_time(call, fn: str) -> Typed:
     if unit not in _TRUNC:
         call.refuse(f"{fn.upper()}(… TO {unit}) is not supported")
     local = wall_clock(call, value)
-    floored = f"date_trunc('{_TRUNC[unit]}', {local})"
+    if unit == "WEEK":  # Flink's weeks start on Sunday (Spark's date_trunc: Monday)
+        floored = f"CAST(date_sub(CAST({local} AS DATE), dayofweek({local}) - 1) AS TIMESTAMP)"
+    else:
+        floored = f"date_trunc('{_TRUNC[unit]}', {local})"
     if fn == "ceil":
         step = "QUARTER" if unit == "QUARTER" else unit
         out = f"IF({floored} = {local}, {floored}, timestampadd({step}, 1, {floored}))"
@@ -263,4 +316,30 @@ def current_time(call):
 
 
 not_supported("CURRENT_WATERMARK", CATEGORY, "CURRENT_WATERMARK(rowtime)")
-not_supported("OVERLAPS", CATEGORY)
+
+
+# --------------------------------------------------------------------------- OVERLAPS
+
+def overlaps(tr, node) -> Typed:
+    """``(start1, end1) OVERLAPS (start2, end2)``: each end is a time point or an interval
+    after the start; a period whose end comes first is turned around; the periods
+    overlap when each starts no later than the other ends (both ends included)."""
+    from sqlglot import exp
+
+    from job.sql.flink.translate import _temporal_arithmetic, comparison
+
+    periods = []
+    for side in (node.this, node.expression):
+        if not isinstance(side, exp.Tuple) or len(side.expressions) != 2:
+            tr.refuse(side, "OVERLAPS compares two periods written (start, end) or (start, interval)")
+        start, end = (tr.expr(e) for e in side.expressions)
+        if start.type.name not in ("DATE", "TIME", "TIMESTAMP", "TIMESTAMP_LTZ") and not start.type.is_null:
+            tr.refuse(side.expressions[0], f"a period starts with a time point, not {start.type}")
+        if end.type.is_interval:
+            end = _temporal_arithmetic(tr, "+", start, end, side)
+        first = comparison(tr, "<", end, start, side)
+        periods.append((Typed(f"(CASE WHEN {first.sql} THEN {end.sql} ELSE {start.sql} END)", start.type),
+                        Typed(f"(CASE WHEN {first.sql} THEN {start.sql} ELSE {end.sql} END)", end.type)))
+    (s1, e1), (s2, e2) = periods
+    a, b = comparison(tr, "<=", s1, e2, node), comparison(tr, "<=", s2, e1, node)
+    return Typed(f"({a.sql} AND {b.sql})", BOOLEAN_TYPE.nullable_as(a.type.nullable or b.type.nullable))
