@@ -370,10 +370,10 @@ def git_commit() -> str:
     """The job's version a record was measured with: the snapshot's commit (--job-rev), or
     HEAD, marked '+dirty' when the working tree's job/, conf/ or scripts/ differ from it."""
     try:
-        rev = os.environ.get("STREAMSQL_JOB_REV") or "HEAD"
-        sha = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", rev], capture_output=True,
+        snapshot = os.environ.get("STREAMSQL_JOB_REV")
+        sha = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", snapshot or "HEAD"], capture_output=True,
                              text=True, timeout=10).stdout.strip()
-        if rev != "HEAD":
+        if snapshot:  # a snapshot of a commit is that commit, whatever the working tree holds
             return sha
         dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "job", "conf", "scripts",
                                 "spark-submit.sh"], capture_output=True, text=True, timeout=30).stdout.strip()
