@@ -141,6 +141,18 @@ LOG4J="-Dlog4j2.configurationFile=\"file:$ROOT/conf/log4j2.properties\""
 # parallel collector unless your options or the JVM's environment choose a collector.
 DRIVER_JVM="$("$PY" "$ROOT/job/run/driver_jvm.py" --properties-file "$PROPS" "${SPARK_ARGS[@]}")"
 
+# A quiet terminal: the JVM's start-up notice and spark-submit's remarks on the job's own
+# (non-Spark) settings say nothing to a user; --verbose shows everything. The filter
+# ignores SIGINT/SIGTERM so that it outlives the job's graceful stop and passes on its
+# last lines.
+QUIET=1
+for a in "${JOB_ARGS[@]}"; do [[ "$a" == "--verbose" || "$a" == "-v" ]] && QUIET=0; done
+if [[ $QUIET == 1 ]]; then
+  exec 2> >(trap '' INT TERM; exec grep --line-buffered -v \
+    -e '^WARNING: Using incubator modules: jdk.incubator.vector$' \
+    -e '^Warning: Ignoring non-Spark config property: ' >&2)
+fi
+
 exec "$SUBMIT" \
   --properties-file "$PROPS" \
   --jars "$JARS" \

@@ -62,7 +62,7 @@ def collect(statements: Sequence[str], query: str, *, spark=None, checkpoint_dir
     from job.catalog import Catalog
     from job.errors import Origin
     from job.pipeline.load import load_statements
-    from job.plan.planner import Planner, state_ttl_ms
+    from job.plan.planner import Execution, Planner
     from job.plan.relation import SIGN
     from job.run.end_of_input import EndOfInput, max_event_time, write_markers
     from job.run.sources import OpenedSources, open_source
@@ -97,7 +97,7 @@ def collect(statements: Sequence[str], query: str, *, spark=None, checkpoint_dir
     def open_(table):
         return open_source(spark, table, once=True, opened=opened, checkpoint=checkpoint, end_of_input=end_of_input)
 
-    planner = Planner(spark, catalog, open_, Settings.from_conf(settings_conf), state_ttl_ms(settings_conf))
+    planner = Planner(spark, catalog, open_, Settings.from_conf(settings_conf), Execution.from_conf(settings_conf))
     rel = planner.settle(planner.plan(parsed))
     result = Result([(f.name, f.type) for f in rel.fields], [], rel.append_only)
     cols = rel.cols()

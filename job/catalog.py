@@ -51,8 +51,9 @@ class Catalog:
 def table_mode(table: CreateTable) -> str:
     """append / upsert / changelog, from the connector and the value format.
 
-    A changelog format (debezium-json) makes any connector's table a changelog; with a
-    PRIMARY KEY it is read as upserts (latest row per key), which tolerates duplicates.
+    A changelog format (debezium-json) makes any connector's table a changelog (with
+    ``table.exec.source.cdc-events-duplicate`` the planner normalizes it by its PRIMARY
+    KEY, as Flink does).
     """
     from job.connectors.registry import connector_for, formats
 
@@ -60,7 +61,7 @@ def table_mode(table: CreateTable) -> str:
     fmt_name = table.options.get("value.format") or table.options.get("format")
     fmt = formats().get(fmt_name) if fmt_name else None
     if fmt is not None and fmt.changelog:
-        return UPSERT if table.primary_key else CHANGELOG
+        return CHANGELOG
     if connector.mode_for is not None:
         return connector.mode_for(table)
     return connector.source_mode or APPEND

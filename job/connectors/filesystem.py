@@ -179,10 +179,9 @@ def create_source(ctx) -> SourceStream:
         if fmt.file_format:
             df = reader.schema(physical_schema(table)).format(fmt.file_format).load(path)
         else:
-            # A changelog needs each record's position in its file. Streaming Spark has no
-            # row numbers, so such files are read whole and split into numbered lines in
-            # the JVM (posexplode); append-only files stream line by line.
-            df = reader.option("recursiveFileLookup", "false").text(path, wholetext=fmt.changelog)
+            # Line by line, in splits: nothing is read whole (a changelog's records get
+            # their position in the file from the engine's row numbers, see _text_source).
+            df = reader.option("recursiveFileLookup", "false").text(path)
     except AnalysisException as exc:
         if "PATH_NOT_FOUND" in str(exc) or "Path does not exist" in str(exc):
             _fail(table, f"the directory '{options['path']}' of table '{table.name}' does not exist", option="path",
@@ -191,7 +190,7 @@ def create_source(ctx) -> SourceStream:
         raise
     if fmt.file_format:
         return _file_format_source(df, table)
-    return _text_source(df, table, options, fmt)
+    return _text_source(ctx.spark, df, table, options, fmt)
 
 
 def _empty_directory() -> str:
@@ -217,26 +216,26 @@ def _file_format_source(df, table) -> SourceStream:
     return SourceStream(table_frame(df, table, physical=physical, metadata=metadata, control=control), APPEND)
 
 
-def _text_source(df, table, options, fmt) -> SourceStream:
+def _text_source(spark, df, table, options, fmt) -> SourceStream:
     from pyspark.sql import functions as F
 
     from job.formats.base import format_options, is_blank
 
     fopts = format_options(options, fmt.name + ".")
     meta = F.col("_metadata")
-    if fmt.changelog:  # whole files (see create_source): number their lines
-        # A one-character separator takes Spark's non-regex split, a third faster than
-        # "\r?\n"; a Windows line's "\r" is cut off afterwards (rtrim would copy every line).
-        numbered = F.posexplode(F.split(F.col("value"), "\n")).alias("__rec", "value")
-        value = F.col("value")
-        unix = F.when(value.endswith("\r"), F.expr("substring(value, 1, length(value) - 1)")).otherwise(value)
-        df = df.select(numbered, "_metadata").select(unix.alias("value"), "__rec", "_metadata")
     lines = df.select(
-        F.col("value"), *([F.col("__rec")] if fmt.changelog else []),
+        F.col("value"),
         meta["file_path"].alias("__file"), meta["file_name"].alias("__fname"), meta["file_size"].alias("__fsize"),
         meta["file_block_start"].alias("__block"),
         F.unix_millis(meta["file_modification_time"]).alias("__mtime"),
     )
+    if fmt.changelog:
+        # A changelog's records need their order within the file. A split of a file is
+        # read in order by one task: its start and the line's index in the task's rows
+        # (the engine's row numbers) order the file's lines.
+        from job.changelog.jvm import number_rows
+
+        lines = number_rows(spark, lines, "__rec")
     if not fmt.single_column:  # blank lines are not records (raw keeps them: an empty value)
         lines = lines.where(~is_blank(F.col("value")))
     position = F.concat(F.lit("file "), F.col("__file"), F.lit(" (block "), F.col("__block").cast("string"), F.lit(")"))
@@ -250,22 +249,21 @@ def _text_source(df, table, options, fmt) -> SourceStream:
         control = {"__error": decoded.error, "__raw": F.col("value"), "__position": position}
         return SourceStream(table_frame(lines, table, physical=physical, metadata=metadata, control=control), APPEND)
 
-    keyed = bool(table.primary_key)
-    # Files in (modification time, path) order; changelog files are read whole (block 0).
+    # Files in (modification time, path) order, then a file's splits by their start.
     major = F.concat(F.lpad(F.col("__mtime").cast("string"), 15, "0"), F.lit("|"),
-                     _path_below(F.col("__file"), options["path"]))
+                     _path_below(F.col("__file"), options["path"]), F.lit("|"),
+                     F.lpad(F.col("__block").cast("string"), 15, "0"))
     numbered = lines.select("*", major.alias("__seq_major"))
-    position = F.concat(F.lit("file "), F.col("__file"), F.lit(" (block "), F.col("__block").cast("string"),
-                        F.lit(", record "), F.col("__rec").cast("string"), F.lit(")"))
     staged = numbered.select("*", decoded.row.alias("__change"), decoded.error.alias("__err"))
-    rows = changelog_rows(staged, table, "__change", keyed=keyed, physical_names=data)
+    rows = changelog_rows(staged, table, "__change", physical_names=data)
     physical = {n: F.col("__image")[n] for n in data} | partitions
     control = {"__kind": F.col("__kind"), "__seq_major": F.col("__seq_major"),
                # -U sorts before +U of one event; a bad event (no entries) keeps position 0.
                "__seq_minor": F.col("__rec") * 4 + F.coalesce(F.col("__pos"), F.lit(0)),
-               "__error": F.col("__err"), "__raw": F.col("value"), "__position": position}
+               "__error": F.coalesce(F.col("__err"), F.col("__cdc_error")), "__raw": F.col("value"),
+               "__position": position}
     frame = table_frame(rows, table, physical=physical, metadata=metadata, control=control)
-    return SourceStream(frame, UPSERT if keyed else CHANGELOG)
+    return SourceStream(frame, CHANGELOG)
 
 
 def _path_below(file_path, directory: str):

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from job.connectors import kafka_common as kc
-from job.connectors.base import APPEND, CHANGELOG, UPSERT, Connector, Option, Sink, SourceStream
+from job.connectors.base import APPEND, CHANGELOG, Connector, Option, Sink, SourceStream
 from job.connectors.rows import changelog_rows, table_frame
 
 OPTIONS = kc.COMMON + (
@@ -35,16 +35,16 @@ def create_source(ctx) -> SourceStream:
     control = {"__error": error, "__raw": df["value"].cast("string"), "__position": kc.position(df),
                "__seq_major": major, "__seq_minor": minor}
     if value_fmt.changelog:
-        keyed = bool(table.primary_key)
         staged = df.select("*", value.row.alias("__change"), error.alias("__err"), kc.position(df).alias("__pos_text"))
-        rows = changelog_rows(staged, table, "__change", keyed=keyed, physical_names=[])
+        rows = changelog_rows(staged, table, "__change", physical_names=[])
         names = [c.name for c in table.physical_columns]
         physical = {n: F.col("__image")[n] for n in names}
         control = {"__kind": F.col("__kind"), "__seq_major": F.lpad(F.col("partition").cast("string"), 6, "0"),
-                   "__seq_minor": F.col("offset") * 4 + F.col("__pos"), "__error": F.col("__err"),
+                   "__seq_minor": F.col("offset") * 4 + F.coalesce(F.col("__pos"), F.lit(0)),
+                   "__error": F.coalesce(F.col("__err"), F.col("__cdc_error")),
                    "__raw": F.col("value").cast("string"), "__position": F.col("__pos_text")}
         frame = table_frame(rows, table, physical=physical, metadata=kc.metadata_columns(rows, table), control=control)
-        return SourceStream(frame, UPSERT if keyed else CHANGELOG)
+        return SourceStream(frame, CHANGELOG)
     physical = {c.name: value.row[c.name] for c in table.physical_columns
                 if not (options.get("value.fields-include") == "EXCEPT_KEY" and c.name in key_cols)}
     if key is not None:

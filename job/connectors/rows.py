@@ -55,32 +55,36 @@ def table_frame(df, table, *, physical: Mapping[str, object], metadata: Mapping[
     return out.select(*[F.col(f"`{n}`") for n in ordered])
 
 
-def changelog_rows(df, table, change_col: str, *, keyed: bool, physical_names: Sequence[str]):
-    """Expand a decoded Debezium change (struct<before, after, op>) into rows.
+# Flink's debezium-json refuses an update or delete without the row's old values.
+MISSING_BEFORE = ("the \"before\" field of a Debezium {op} event is null: the row's old values are needed to "
+                  "retract it (with Debezium's PostgreSQL connector, set the table's REPLICA IDENTITY to FULL)")
 
-    Unkeyed: c/r → +I(after); u → -U(before), +U(after); d → -D(before).
-    Keyed (a PRIMARY KEY is declared): the stream is treated as upserts — c/r/u → U(after),
-    d → D(before) — so the planner keeps the latest row per key and duplicates are harmless.
-    Returns df with ``__image`` (struct of the physical columns) and ``__kind``.
+
+def changelog_rows(df, table, change_col: str, *, physical_names: Sequence[str]):
+    """Expand a decoded Debezium change (struct<before, after, op>) into Flink's changelog:
+    c/r → +I(after); u → -U(before), +U(after); d → -D(before).
+
+    Returns df with ``__image`` (struct of the physical columns), ``__kind``, ``__pos``
+    (the entry's index in its event, so -U sorts before +U) and ``__cdc_error`` (why the
+    event cannot be read, as Flink's format would refuse it; NULL for a good one). An
+    event without a valid op (malformed, or a Kafka tombstone) yields no entry, so it is
+    not mistaken for a row of NULLs.
     """
     from pyspark.sql import functions as F
 
     change = F.col(change_col)
     op = change["op"]
-    if keyed:
-        # Like the unkeyed case, an event without a valid op (malformed, or a Kafka
-        # tombstone) yields no entry, so it is not mistaken for an upsert of NULLs.
-        entries = (F.when(op.isin("c", "r", "u"), F.array(F.struct(change["after"].alias("image"), F.lit("U").alias("kind"))))
-                   .when(op == "d", F.array(F.struct(change["before"].alias("image"), F.lit("D").alias("kind"))))
-                   .otherwise(F.array()))
-    else:
-        entries = (F.when(op.isin("c", "r"), F.array(F.struct(change["after"].alias("image"), F.lit("+I").alias("kind"))))
-                   .when(op == "u", F.array(F.struct(change["before"].alias("image"), F.lit("-U").alias("kind")),
-                                            F.struct(change["after"].alias("image"), F.lit("+U").alias("kind"))))
-                   .when(op == "d", F.array(F.struct(change["before"].alias("image"), F.lit("-D").alias("kind"))))
-                   .otherwise(F.array()))
+    before, after = change["before"], change["after"]
+    entries = (F.when(op.isin("c", "r"), F.array(F.struct(after.alias("image"), F.lit("+I").alias("kind"))))
+               .when((op == "u") & before.isNotNull(),
+                     F.array(F.struct(before.alias("image"), F.lit("-U").alias("kind")),
+                             F.struct(after.alias("image"), F.lit("+U").alias("kind"))))
+               .when((op == "d") & before.isNotNull(), F.array(F.struct(before.alias("image"), F.lit("-D").alias("kind"))))
+               .otherwise(F.array()))
+    error = (F.when((op == "u") & before.isNull(), F.lit(MISSING_BEFORE.format(op="update")))
+             .when((op == "d") & before.isNull(), F.lit(MISSING_BEFORE.format(op="delete"))))
     # posexplode_outer keeps bad events (no entries) as one row, so the error policy sees them.
     exploded = df.select("*", F.posexplode_outer(entries).alias("__pos", "__entry"))
     return exploded.select(
         *[c for c in df.columns], F.col("__entry.image").alias("__image"), F.col("__entry.kind").alias("__kind"),
-        F.col("__pos"))
+        F.col("__pos"), error.alias("__cdc_error"))

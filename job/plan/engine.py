@@ -1,8 +1,8 @@
 """The planner's calls into the engine's stateful operators.
 
-The operators run in the JVM (``engine/``, Java against Spark's transformWithState API,
-built by scripts/setup.sh into jars/engine/): each takes a streaming DataFrame and a
-specification naming the columns it reads, and returns its output DataFrame. Rows stay
+The operators run in the JVM (``engine/``, see :mod:`job.changelog.jvm`): each takes a
+streaming DataFrame and a specification naming the columns it reads, and returns its
+output DataFrame. Rows stay
 Spark rows from the source to the sink; state is kept per key in Spark's state store.
 The planner never builds an operator's state layout itself, so the engine can change it
 without touching planning.
@@ -10,31 +10,16 @@ without touching planning.
 from __future__ import annotations
 
 import json
-from job.plan.relation import SIGN, Rel
 
-ENGINE_CLASS = "streamsql.engine.Engine"
+from job.changelog.jvm import engine_call
+from job.plan.relation import SIGN, Rel
 
 
 def call(planner, operator: str, df, spec: dict):
     """Run one of the engine's operators (``normalize``, ``aggregate``, ``join``,
     ``materialize``, ``rank``) over ``df``."""
-    from pyspark.sql import DataFrame
-
-    spark = planner.spark
     spec = {**spec, "ttl_ms": planner.state_ttl_ms or 0}
-    engine = spark._jvm
-    for part in ENGINE_CLASS.split("."):
-        engine = getattr(engine, part)
-    try:
-        jdf = getattr(engine, operator)(df._jdf, json.dumps(spec))
-    except Exception as exc:  # noqa: BLE001 - py4j: the class is missing when the jar is
-        if "does not exist in the JVM" in str(exc) or "is not callable" in str(exc):
-            from job.errors import PipelineError
-
-            raise PipelineError("the changelog engine's jar is not on Spark's class path",
-                                hint="run ./scripts/setup.sh (it builds jars/engine/streamsql-engine.jar)") from None
-        raise
-    return DataFrame(jdf, spark)
+    return engine_call(planner.spark, operator, df, json.dumps(spec))
 
 
 def spark_type_json(logical) -> dict:

@@ -14,6 +14,7 @@ inserts only.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Optional
 
 from sqlglot import exp
@@ -41,14 +42,12 @@ class Planner:
     (a :class:`~job.connectors.base.SourceStream`) with its bad-record policy applied."""
 
     def __init__(self, spark, catalog: Catalog, open_source: Callable, settings: Optional[Settings] = None,
-                 state_ttl_ms: int = 0) -> None:
+                 execution: Optional["Execution"] = None) -> None:
         self.spark = spark
         self.catalog = catalog
         self.open_source = open_source
         self.settings = settings or Settings()
-        # Flink's table.exec.state.ttl: the stateful operators drop a key's state once it
-        # has not been touched for this long (0: kept forever).
-        self.state_ttl_ms = state_ttl_ms
+        self.execution = execution or Execution()
         self._n = 0
         self._queries: list[Query] = []     # the query (or view) being planned, innermost last
         self._root: Optional[Query] = None
@@ -57,6 +56,10 @@ class Planner:
         # interval bound): what the end of a bounded input must advance time by. None:
         # the query has no event-time operator.
         self.event_time_span_ms: Optional[int] = None
+
+    @property
+    def state_ttl_ms(self) -> int:
+        return self.execution.state_ttl_ms
 
     def waits_for(self, span_ms: int) -> None:
         self.event_time_span_ms = max(self.event_time_span_ms or 0, span_ms)
@@ -364,17 +367,34 @@ class Planner:
         return ranking.plan_order_limit(self, rel, node)
 
 
-def state_ttl_ms(conf) -> int:
-    """``SET 'table.exec.state.ttl' = '1 h'`` (Flink's default 0: state is kept forever)."""
-    from job.connectors.registry import parse_duration_ms
+@dataclass(frozen=True)
+class Execution:
+    """Flink's execution settings that change a plan (``SET 'table.exec.…'``)."""
 
-    text = (conf or {}).get("table.exec.state.ttl")
-    if text is None or not str(text).strip():
-        return 0
-    millis = parse_duration_ms(str(text).strip())
-    if millis is None:
-        raise PipelineError(f"'table.exec.state.ttl' must be a duration such as '1 h' or '30 min', got '{text}'")
-    return millis
+    # table.exec.state.ttl: the stateful operators drop a key's state once it has not
+    # been touched for this long (Flink's default 0: kept forever).
+    state_ttl_ms: int = 0
+    # table.exec.source.cdc-events-duplicate: a CDC source (debezium-json) with a PRIMARY
+    # KEY may deliver an event twice; its changes are then normalized by key (Flink's
+    # ChangelogNormalize) instead of trusted as they come.
+    cdc_events_duplicate: bool = False
+
+    @classmethod
+    def from_conf(cls, conf) -> "Execution":
+        from job.connectors.registry import parse_duration_ms
+
+        conf = conf or {}
+        ttl = 0
+        text = str(conf.get("table.exec.state.ttl") or "").strip()
+        if text:
+            ttl = parse_duration_ms(text)
+            if ttl is None:
+                raise PipelineError(f"'table.exec.state.ttl' must be a duration such as '1 h' or '30 min', "
+                                    f"got '{text}'")
+        duplicate = str(conf.get("table.exec.source.cdc-events-duplicate", "false")).strip().lower()
+        if duplicate not in ("true", "false"):
+            raise PipelineError(f"'table.exec.source.cdc-events-duplicate' must be 'true' or 'false', got '{duplicate}'")
+        return cls(state_ttl_ms=ttl, cdc_events_duplicate=duplicate == "true")
 
 
 def table_type(column) -> object:

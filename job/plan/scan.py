@@ -26,8 +26,20 @@ def scan(planner, table, alias: str) -> Rel:
                            F.col("__seq_minor").alias("seq_minor"))
         return Rel(staged, fields, append_only=False, unique_key=frozenset(pk_cols), pending_upsert=pk_cols,
                    steps=[f"scan {table.name}: upsert source keyed by ({', '.join(table.primary_key)})"])
+    pk_cols = tuple(f.col for f in fields if f.name in table.primary_key)
+    if pk_cols and planner.execution.cdc_events_duplicate:
+        # 'table.exec.source.cdc-events-duplicate': the events may repeat, so they are not
+        # trusted as changes; the latest row per key wins (Flink's ChangelogNormalize).
+        kind = F.when(F.col("__kind") == "-D", F.lit("D")).otherwise(F.lit("U"))
+        staged = df.filter(F.col("__kind") != "-U").select(
+            *renamed, kind.alias("kind"), F.col("__seq_major").alias("seq_major"),
+            F.col("__seq_minor").alias("seq_minor"))
+        return Rel(staged, fields, append_only=False, unique_key=frozenset(pk_cols), pending_upsert=pk_cols,
+                   steps=[f"scan {table.name}: changelog source normalized by PRIMARY KEY "
+                          f"({', '.join(table.primary_key)}) (table.exec.source.cdc-events-duplicate)"])
     sign = F.when(F.col("__kind").isin("+I", "+U"), F.lit(1)).otherwise(F.lit(-1))
     return Rel(df.select(*renamed, sign.alias(SIGN)), fields, append_only=False,
+               unique_key=frozenset(pk_cols) if pk_cols else None,
                steps=[f"scan {table.name}: changelog source (+I/-U/+U/-D → signed rows)"])
 
 

@@ -58,7 +58,7 @@ def plan_queries(spark, program: Program, *, once: bool, checkpoint_dir: str, of
 
 def plan_insert(spark, program: Program, index: int, *, once: bool, checkpoint_dir: str,
                 offline: bool = False) -> QueryPlan:
-    from job.plan.planner import Planner, state_ttl_ms
+    from job.plan.planner import Execution, Planner
     from job.plan.sink import plan_sink
     from job.sql.flink.translate import Settings
 
@@ -74,7 +74,7 @@ def plan_insert(spark, program: Program, index: int, *, once: bool, checkpoint_d
         return open_source(spark, t, once=once, offline=offline, opened=opened, checkpoint=checkpoint,
                            end_of_input=end_of_input)
 
-    planner = Planner(spark, program.catalog, open_, Settings.from_conf(program.conf), state_ttl_ms(program.conf))
+    planner = Planner(spark, program.catalog, open_, Settings.from_conf(program.conf), Execution.from_conf(program.conf))
     rel = planner.plan(insert.parsed)
     sink = instrument_sink(connector.create_sink(SinkContext(spark, table, options, checkpoint, offline=offline)),
                            checkpoint)

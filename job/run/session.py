@@ -119,12 +119,15 @@ def build_session(app_name: str, conf: Mapping[str, str], *, verbose: bool = Fal
             [settings.get(driver_jvm.EXTRA_OPTIONS), conf.get(driver_jvm.EXTRA_OPTIONS)])
         for key, value in settings.items():
             builder = builder.config(key, value)
-    for key, value in {**REQUIRED, **conf}.items():
+    # Only Spark's own settings go to Spark: the pipeline's Flink keys ('table.exec.…',
+    # 'streamsql.…') are the job's, and spark-submit would warn about each of them.
+    spark_conf = {k: v for k, v in conf.items() if k.startswith("spark.")}
+    for key, value in {**REQUIRED, **spark_conf}.items():
         builder = builder.config(key, value)
     if active is None and not under_submit:
         launch_jvm_in_own_session(builder)
     spark = builder.getOrCreate()
-    for key, value in conf.items():  # runtime SQL confs also apply to an existing session
+    for key, value in spark_conf.items():  # runtime SQL confs also apply to an existing session
         try:
             spark.conf.set(key, value)
         except Exception:  # static confs of an already running session cannot change

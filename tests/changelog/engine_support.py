@@ -74,9 +74,13 @@ def keys_of(table: Table, n_keys: int) -> list[str]:
 Event = tuple  # (op, before, after): a Debezium change
 
 
-def random_changelog(table: Table, rng: random.Random, n_events: int, n_keys: int = 40) -> list[Event]:
-    """Inserts, updates (any column but the key), deletes, deletes of absent keys and
-    duplicated events, in an order a (slightly sloppy) CDC source could produce."""
+def random_changelog(table: Table, rng: random.Random, n_events: int, n_keys: int = 40,
+                     sloppy: bool = True) -> list[Event]:
+    """Inserts, updates (any column but the key) and deletes, each with the before image
+    Flink's debezium-json needs. ``sloppy`` adds what a CDC source may deliver twice or
+    out of turn — deletes of absent keys, duplicated events, snapshot reads of known keys,
+    late replays — which only a pipeline with 'table.exec.source.cdc-events-duplicate'
+    (normalization by key) reads as the latest row per key."""
     make = row_maker(table, rng)
     keys = keys_of(table, n_keys)
     state: dict[str, dict] = {}
@@ -86,7 +90,7 @@ def random_changelog(table: Table, rng: random.Random, n_events: int, n_keys: in
         old = state.get(key)
         r = rng.random()
         if old is None:
-            if r < 0.12:
+            if r < 0.12 and sloppy:
                 event = ("d", make(key), None)                   # delete of an absent key
             else:
                 new = make(key)
@@ -94,19 +98,18 @@ def random_changelog(table: Table, rng: random.Random, n_events: int, n_keys: in
                 event = ("c", None, new)
         elif r < 0.2:
             del state[key]
-            # Postgres without REPLICA IDENTITY FULL: a delete's before holds the key only
-            before = old if rng.random() < 0.7 else {c: (key if c == table.key else None) for c, _ in table.columns}
-            event = ("d", before, None)
-        elif r < 0.25:
+            event = ("d", old, None)
+        elif r < 0.25 and sloppy:
             new = make(key)
             state[key] = new
             event = ("r", None, new)                             # a snapshot read of a known key
         else:
             new = make(key)                                      # may equal old: a no-op update
             state[key] = new
-            # before is often missing (Postgres without REPLICA IDENTITY FULL)
-            event = ("u", old if rng.random() < 0.7 else None, new)
+            event = ("u", old, new)
         events.append(event)
+        if not sloppy:
+            continue
         if rng.random() < 0.1 and len(events) < n_events:
             events.append(event)                                 # the same event twice
         if rng.random() < 0.03 and len(events) > 3 and len(events) < n_events:
@@ -264,22 +267,23 @@ class Scenario:
     """Random changelogs for some tables, written as files, and what they end as."""
     root: Path
     seed: int
+    sloppy: bool = True              # events repeat: read with 'table.exec.source.cdc-events-duplicate'
     events: dict[str, list[Event]] = field(default_factory=dict)
     chunks: dict[str, list[list[Event]]] = field(default_factory=dict)
 
     @classmethod
     def generate(cls, root: Path, seed: int, tables, *, max_events: int = 150, files: tuple[int, int] = (3, 6),
-                 max_keys: int = 40) -> "Scenario":
+                 max_keys: int = 40, sloppy: bool = True) -> "Scenario":
         """Every table of ``tables`` (in a fixed order, so a seed means the same data
         whatever the query set) gets a changelog of up to ``max_events`` events over up
         to ``max_keys`` keys, in ``files`` (min, max) files."""
-        sc = cls(root, seed)
+        sc = cls(root, seed, sloppy=sloppy)
         for name in TABLES:
             rng = random.Random(f"{seed}-{name}")
             table = TABLES[name]
             n_keys = rng.randint(max(4, max_keys // 2), max_keys)
             n = rng.randint(max_events // 2, max_events) if table is not ACCOUNTS else rng.randint(8, 20)
-            events = random_changelog(table, rng, n, n_keys)
+            events = random_changelog(table, rng, n, n_keys, sloppy)
             chunks = split_random(events, rng, rng.randint(*files))
             if name in tables:
                 sc.events[name], sc.chunks[name] = events, chunks
@@ -305,7 +309,7 @@ class Scenario:
     def prefix(self, fraction: float) -> "Scenario":
         """The scenario as far as ``write(upto=fraction)`` wrote it: what a reference for
         that point in the stream is computed from."""
-        out = Scenario(self.root, self.seed)
+        out = Scenario(self.root, self.seed, self.sloppy)
         for name, chunks in self.chunks.items():
             kept = chunks[: int(round(len(chunks) * fraction))]
             out.chunks[name] = kept
@@ -314,19 +318,20 @@ class Scenario:
 
 
 def pipeline_sql(directories: dict, queries: list[Query], topics: dict, bootstrap: str,
-                 buckets: Optional[int] = None, files_per_trigger: Optional[int] = 1) -> str:
+                 duplicates: bool = True, files_per_trigger: Optional[int] = 1) -> str:
     """One statement set: the sources the queries read (Debezium files), one upsert-kafka
     sink per query, one INSERT per query. ``directories`` and ``topics`` may be template
-    expressions."""
+    expressions. ``duplicates``: the changelogs are sloppy (see random_changelog), so
+    the pipeline sets 'table.exec.source.cdc-events-duplicate'."""
     tables = sorted({t for q in queries for t in q.tables})
     sources = [source_ddl(TABLES[t], directories[t], files_per_trigger) for t in tables]
-    return statement_set(sources, queries, topics, bootstrap, buckets)
+    return statement_set(sources, queries, topics, bootstrap, duplicates)
 
 
 def statement_set(sources: list[str], queries: list[Query], topics: dict, bootstrap: str,
-                  buckets: Optional[int] = None) -> str:
+                  duplicates: bool = False) -> str:
     """The given source DDLs, one upsert-kafka sink per query, one INSERT per query."""
-    statements = [f"SET 'streamsql.state.buckets' = '{buckets}'"] if buckets is not None else []
+    statements = ["SET 'table.exec.source.cdc-events-duplicate' = 'true'"] if duplicates else []
     statements += sources
     statements += [q.sink_ddl(topics[q.name], bootstrap) for q in queries]
     statements += [q.insert() for q in queries]

@@ -76,6 +76,6 @@ def test_queries_over_partitioned_upsert_topics_match_batch_sql(spark, kafka_boo
         assert partitions_used(spark, kafka_bootstrap, topic) == PARTITIONS
         sources.append(source_ddl(table, topic, kafka_bootstrap, per_trigger))
     topics = fresh_topics(queries)
-    sql = statement_set(sources, queries, topics, kafka_bootstrap, buckets=5)
+    sql = statement_set(sources, queries, topics, kafka_bootstrap)
     assert run(RunOptions(statements=[sql], once=True, checkpoint_dir=str(tmp_path / "checkpoints"))) == 0
     assert_sinks_match(spark, kafka_bootstrap, topics, scenario, queries, "upsert-kafka sources")

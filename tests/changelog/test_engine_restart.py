@@ -35,7 +35,7 @@ pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 def write_pipeline(tmp_path: Path) -> Path:
     """The pipeline as a .sql file whose paths and topic come from --var."""
     directories = {t: "{{ %s_path }}" % t for t in TABLES_READ}
-    sql = pipeline_sql(directories, [QUERY], {QUERY.name: "{{ out_topic }}"}, "{{ bootstrap }}", buckets=4)
+    sql = pipeline_sql(directories, [QUERY], {QUERY.name: "{{ out_topic }}"}, "{{ bootstrap }}")
     path = tmp_path / "join3.sql"
     path.write_text(sql)
     return path
@@ -85,7 +85,7 @@ def test_half_then_rest_in_two_processes_equals_one_run(spark, kafka_bootstrap, 
 
     # One run over every file, from scratch: the same table.
     single = fresh_topics([QUERY])[QUERY.name]
-    sql = pipeline_sql(scenario.directories, [QUERY], {QUERY.name: single}, kafka_bootstrap, buckets=4)
+    sql = pipeline_sql(scenario.directories, [QUERY], {QUERY.name: single}, kafka_bootstrap)
     assert run(RunOptions(statements=[sql], once=True, checkpoint_dir=str(tmp_path / "single-checkpoints"))) == 0
     assert sink_state(spark, kafka_bootstrap, topic) == sink_state(spark, kafka_bootstrap, single)
     assert sink_frame(spark, kafka_bootstrap, single, QUERY).count() == len(scenario.final("users"))

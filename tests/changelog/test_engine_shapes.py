@@ -70,6 +70,6 @@ def test_query_shapes_match_batch_sql_over_final_tables(spark, kafka_bootstrap, 
     scenario = Scenario.generate(tmp_path, 7, sorted({t for q in queries for t in q.tables}), files=(2, 4))
     scenario.write(Clock())
     topics = fresh_topics(queries)
-    sql = pipeline_sql(scenario.directories, queries, topics, kafka_bootstrap, buckets=3)
+    sql = pipeline_sql(scenario.directories, queries, topics, kafka_bootstrap)
     assert run(RunOptions(statements=[sql], once=True, checkpoint_dir=str(tmp_path / "checkpoints"))) == 0
     assert_sinks_match(spark, kafka_bootstrap, topics, scenario, queries, f"group {group}")

@@ -9,7 +9,7 @@ import time
 import pytest
 from chispa import assert_df_equality
 
-from job.connectors.base import APPEND, CHANGELOG, UPSERT, SinkContext, SourceContext
+from job.connectors.base import APPEND, CHANGELOG, SinkContext, SourceContext
 from job.connectors.registry import validate_options
 from job.errors import EXIT_UNREACHABLE, PipelineError
 from job.sql.statements import Column, CreateTable
@@ -190,17 +190,32 @@ def test_debezium_unkeyed_is_a_changelog_in_file_order(spark, tmp_path):
     assert got.where("__error IS NOT NULL").count() == 0
 
 
-def test_debezium_keyed_is_an_upsert_stream_in_file_order(spark, tmp_path):
+def test_debezium_keyed_is_a_changelog_as_in_flink(spark, tmp_path):
+    """A PRIMARY KEY does not change what a Debezium table is: Flink reads its events as
+    changes (+I/-U/+U/-D) and normalizes by key only with
+    'table.exec.source.cdc-events-duplicate' (done by the planner)."""
     _cdc_files(tmp_path / "cdc")
     stream = source(spark, table(tmp_path / "cdc", "debezium-json", primary_key=["id"]))
-    assert stream.mode == UPSERT
+    assert stream.mode == CHANGELOG
     got = run_available_now(stream.df, tmp_path / "ck")
     assert _ordered(got) == [
-        ("U", 1, "a"), ("U", 1, "b"), ("U", 2, "x"), ("U", 1, "c"), ("D", 1, "c"), ("U", 3, "z"),
+        ("+I", 1, "a"), ("-U", 1, "a"), ("+U", 1, "b"), ("+I", 2, "x"), ("-U", 1, "b"), ("+U", 1, "c"),
+        ("-D", 1, "c"), ("+I", 3, "z"),
     ]
-    # One record index per line; -U/+U of one event share it (minor = index * 4 + position).
+    # One record index per line within the file's split; -U/+U of one event share it
+    # (minor = index * 4 + position in the event).
     minors = [r["__seq_minor"] for r in got.orderBy("__seq_major", "__seq_minor").collect()]
-    assert minors == [0, 4, 8, 12, 0, 4]
+    assert minors == [0, 4, 5, 8, 12, 13, 0, 4]
+
+
+def test_debezium_update_without_before_image_is_a_bad_record_as_in_flink(spark, tmp_path):
+    write(tmp_path / "cdc", "a.json", [_event("c", after={"id": 1, "name": "a"}),
+                                       _event("u", after={"id": 1, "name": "b"}),
+                                       _event("d")])
+    got = run_available_now(source(spark, table(tmp_path / "cdc", "debezium-json")).df, tmp_path / "ck")
+    errors = sorted(r["__error"] for r in got.where("__error IS NOT NULL").collect())
+    assert len(errors) == 2 and "REPLICA IDENTITY" in errors[1] and "delete without 'before'" in errors[0], errors
+    assert [(r["__kind"], r["name"]) for r in got.where("__error IS NULL").collect()] == [("+I", "a")]
 
 
 def test_debezium_record_numbering_continues_across_arrow_batches(spark, tmp_path):
@@ -229,7 +244,7 @@ def test_debezium_windows_line_ends_are_records_without_the_carriage_return(spar
     # Blank lines (empty or spaces) are no records but keep their numbers; a record may
     # start with spaces; a "\r" inside a value stays.
     assert [(r["__seq_minor"], r["__kind"], r["name"]) for r in rows] == [
-        (0, "U", "a"), (12, None, None), (16, "U", "b\r")]
+        (0, "+I", "a"), (12, None, None), (16, "-U", "a"), (17, "+U", "b\r")]
     assert [r["__raw"] for r in rows if r["__error"]] == ["not json"]
 
 

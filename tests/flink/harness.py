@@ -94,6 +94,11 @@ def _generated(spec: dict) -> list:
                          "amount": rng.randint(1, 500) / 4, "qty": rng.randint(-3, 20),
                          "ts": f"2024-01-01 10:{minute:02d}:{second:02d}.{rng.randint(0, 999):03d}"})
         rows.sort(key=lambda r: r["ts"]) if spec.get("ordered") else None
+        if spec.get("closing"):
+            # One last row at a given time, so that several tables end at the same time:
+            # the end of a bounded run advances event time from the largest time Spark
+            # reports, which is one input's (see job.run.end_of_input.max_event_time).
+            rows.append({"id": n, "uid": "closing", "cat": None, "amount": 0.0, "qty": 0, "ts": spec["closing"]})
         return rows
     raise ValueError(f"unknown generator {kind!r}")
 

@@ -48,7 +48,6 @@ PARTS = ["north", "south", "east"]
 
 PIPELINE = """
 SET 'spark.sql.shuffle.partitions' = '2';
-SET 'streamsql.state.buckets' = '4';
 CREATE TABLE users (uid STRING, accountId STRING, id INT, fullName STRING, PRIMARY KEY (uid) NOT ENFORCED)
 WITH ('connector' = 'upsert-kafka', 'topic' = '{{ users }}', 'key.format' = 'raw', 'value.format' = 'json',
       'properties.bootstrap.servers' = '{{ bootstrap }}', 'scan.max-offsets-per-trigger' = '{{ max_offsets }}');

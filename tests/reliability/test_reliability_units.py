@@ -25,14 +25,18 @@ def test_interrupted_write_leftovers_are_removed_and_nothing_else(tmp_path):
 
 def fp(**state):
     base = {"engine": "changelog", "sql": "SELECT a, COUNT(*) FROM t GROUP BY a", "views": {}, "columns": {},
-            "operators": [], "buckets": "64"}
-    return {"version": 1, "sources": {"t": {"connector": "kafka", "topic": "x"}}, "stateful": True,
+            "operators": []}
+    return {"version": compat.VERSION, "sources": {"t": {"connector": "kafka", "topic": "x"}}, "stateful": True,
             "state": {**base, **state}}
 
 
 def test_differences_name_what_changed():
     assert compat.differences(fp(), fp()) == []
-    assert compat.differences(fp(), fp(buckets="8")) == ["the stateful query changed: 'streamsql.state.buckets'"]
+    assert compat.differences(fp(), fp(operators=["join"])) == ["the stateful query changed: the stateful operators"]
+    older = {**fp(), "version": 1}
+    assert compat.differences(older, fp()) == [
+        f"it keeps its state in the layout of engine version 1, and this version of the job keeps it in the layout "
+        f"of version {compat.VERSION}"]
     moved = fp()
     moved["sources"] = {"t": {"connector": "kafka", "topic": "y"}}
     assert "the sources changed (was t (kafka: x), now t (kafka: y))" in compat.differences(fp(), moved)

@@ -8,7 +8,9 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.Arrays;
 import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.streaming.ValueState;
@@ -72,12 +74,26 @@ final class AggregateOp extends Operator {
     }
     boolean wasAlive = stored != null && (count > 0 || global);
     Object[] before = wasAlive ? results(accs) : null;
+    // The batch's changes netted per argument tuple first: changes inside a batch arrive
+    // in no particular order (a retraction may come before the row it retracts), and
+    // each accumulator then sees every distinct tuple once.
+    Map<List<Object>, long[]> net = new LinkedHashMap<>();
     while (rows.hasNext()) {
       Row r = rows.next();
-      long sign = sign(r, signAt);
-      count += sign;
+      Object[] args = new Object[argAt.length];
+      for (int i = 0; i < args.length; i++) {
+        args[i] = argAt[i] < 0 ? Boolean.TRUE : r.get(argAt[i]);
+      }
+      net.computeIfAbsent(Arrays.asList(args), k -> new long[1])[0] += sign(r, signAt);
+    }
+    for (Map.Entry<List<Object>, long[]> e : net.entrySet()) {
+      long n = e.getValue()[0];
+      if (n == 0) {
+        continue;
+      }
+      count += n;
       for (int i = 0; i < accs.length; i++) {
-        accs[i].add(argAt[i] < 0 ? Boolean.TRUE : r.get(argAt[i]), sign);
+        accs[i].add(e.getKey().get(i), n);
       }
     }
     if (count < 0) {

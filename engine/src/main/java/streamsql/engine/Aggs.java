@@ -337,12 +337,12 @@ final class Aggs {
       Row key = RowFactory.create(value);
       Long had = fn.counts.getValue(key);
       long now = (had == null ? 0 : had) + n;
-      if (now > 0) {
+      if (now != 0) {
         fn.counts.updateValue(key, now);
       } else {
         fn.counts.removeKey(key);
       }
-      if (n > 0 && known && (best == null || fn.better(value, best))) {
+      if (now > 0 && known && (best == null || fn.better(value, best))) {
         best = value;
       } else if (now <= 0 && known && best != null && Values.same(value, best)) {
         known = false;
@@ -353,10 +353,11 @@ final class Aggs {
     public Object result() {
       if (!known) {
         best = null;
-        scala.collection.Iterator<Row> keys = fn.counts.keys();
-        while (keys.hasNext()) {
-          Object v = keys.next().get(0);
-          if (best == null || fn.better(v, best)) {
+        scala.collection.Iterator<scala.Tuple2<Row, Long>> entries = fn.counts.iterator();
+        while (entries.hasNext()) {
+          scala.Tuple2<Row, Long> entry = entries.next();
+          Object v = entry._1().get(0);
+          if (entry._2() > 0 && (best == null || fn.better(v, best))) {
             best = v;
           }
         }
@@ -519,7 +520,7 @@ final class Aggs {
       Long had = fn.counts.getValue(key);
       long before = had == null ? 0 : had;
       long now = before + n;
-      if (now > 0) {
+      if (now != 0) {
         fn.counts.updateValue(key, now);
       } else {
         fn.counts.removeKey(key);

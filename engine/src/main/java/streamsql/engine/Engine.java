@@ -157,6 +157,38 @@ public final class Engine {
     return run(input, s.strings("keys"), op, out);
   }
 
+  /**
+   * The rows with one more column: each row's index within its partition (0, 1, …).
+   * Streaming Spark has no row numbers (monotonically_increasing_id is refused), but a
+   * file source reads each split of a file in order within one partition: together with
+   * the split's start this gives every record its position in its file, without reading
+   * the file whole.
+   */
+  public static Dataset<Row> numberRows(Dataset<Row> input, String column) {
+    StructType schema = input.schema().add(column, DataTypes.LongType, false);
+    int width = input.schema().length();
+    return input.mapPartitions((org.apache.spark.api.java.function.MapPartitionsFunction<Row, Row>) rows ->
+        new java.util.Iterator<Row>() {
+          private long next = 0;
+
+          @Override
+          public boolean hasNext() {
+            return rows.hasNext();
+          }
+
+          @Override
+          public Row next() {
+            Row r = rows.next();
+            Object[] v = new Object[width + 1];
+            for (int i = 0; i < width; i++) {
+              v[i] = r.get(i);
+            }
+            v[width] = next++;
+            return RowFactory.create(v);
+          }
+        }, Encoders.row(schema));
+  }
+
   /** The names of a schema's fields (for tests and --explain). */
   static List<String> names(StructType schema) {
     List<String> out = new ArrayList<>();

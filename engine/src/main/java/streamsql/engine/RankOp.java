@@ -95,17 +95,27 @@ final class RankOp extends Operator {
     Map<Object, Long> before = ranked(kept, null);
     Long counter = arrivals.get();
     long next = counter == null ? 0 : counter;
-    Set<Row> touched = new HashSet<>();
+    // The batch's changes netted per row first (they arrive in no particular order: a
+    // retraction may come before the row it retracts), in the order rows first appear.
+    Map<Row, Object[]> changes = new LinkedHashMap<>();
     while (input.hasNext()) {
       Row r = input.next();
-      Row value = row(values(r, rowAt));
-      int sign = sign(r, signAt);
+      Object[] change = changes.computeIfAbsent(row(values(r, rowAt)), k -> new Object[] {0L, row(values(r, sortAt))});
+      change[0] = (Long) change[0] + sign(r, signAt);
+    }
+    Set<Row> touched = new HashSet<>();
+    for (Map.Entry<Row, Object[]> c : changes.entrySet()) {
+      Row value = c.getKey();
+      long sign = (Long) c.getValue()[0];
+      if (sign == 0) {
+        continue;
+      }
       Kept entry = kept.get(value);
       if (entry == null) {
         if (sign < 0) {
           continue; // a retraction of a row never kept (outside an append-only top N)
         }
-        kept.put(value, new Kept(sign, ++next, row(values(r, sortAt))));
+        kept.put(value, new Kept(sign, ++next, (Row) c.getValue()[1]));
       } else {
         entry.n += sign;
         if (entry.n <= 0) {
