@@ -22,7 +22,7 @@ from typing import Optional
 
 from sqlglot import exp
 
-from job.plan.event_time import BARRIER, barrier
+from job.plan.event_time import BARRIER, barrier, waits
 from job.plan.relation import Field, Rel, conjuncts
 from job.sql.flink.casts import interval_millis
 
@@ -150,12 +150,14 @@ def plan_interval_join(planner, left: Rel, right: Rel, node: exp.Join, kind: str
         ldf = ldf.withColumn("__nk_l", null_key(left, [a for a, _ in pairs], 0))
         rdf = rdf.withColumn("__nk_r", null_key(right, [b for _, b in pairs], 1))
         condition = f"({condition}) AND `__nk_l` = `__nk_r`"
+    # The barriers take part in the condition (always true), or Spark would prune them.
+    condition = f"({condition}) AND NOT `{BARRIER}` AND NOT `{BARRIER}_r`"
     spark_kind = {"inner": "inner", "left": "left_outer", "right": "right_outer", "full": "full_outer"}[kind]
     df = ldf.join(rdf, F.expr(condition), spark_kind)
     # A row waits until the other side's watermark passes its time plus the bound; the
     # end of a bounded input must advance time that far.
     span = max(abs(b.millis) for b in lower + upper)
-    planner.waits_for(span)
+    waits(planner, span, delays_output_ms=span)
 
     def text(bounds):
         return " and ".join(f"{planner.current.flink_sql(b.node)}" for b in dict((id(b.node), b) for b in bounds).values())

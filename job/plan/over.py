@@ -21,6 +21,7 @@ from typing import Optional
 from sqlglot import exp
 
 from job.plan import engine
+from job.plan.event_time import waits
 from job.plan.relation import Field, Rel, flink_key
 from job.sql.flink.casts import interval_millis
 from job.sql.flink.translate import Typed
@@ -85,7 +86,7 @@ def plan_over(planner, rel: Rel, node: exp.Select) -> Rel:
         results.append(result)
     if time_field.time == "rowtime":
         staged.append(F.expr(f"unix_millis(`{time_field.col}`)").alias("__t"))
-        planner.waits_for(0)  # the end of the input must pass the last row's time
+        waits(planner, 0)  # the end of the input must pass the last row's time
     df = planner.signed(rel).select(*staged)
     spec = {"keys": [f"__k{i}" for i in range(len(keys))], "row": rel.cols(), "rows": frame.rows,
             "preceding": -1 if frame.preceding is None else frame.preceding, "aggs": aggs}

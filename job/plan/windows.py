@@ -17,6 +17,7 @@ from typing import Optional
 
 from sqlglot import exp
 
+from job.plan.event_time import waits
 from job.plan.relation import Field, Rel, flink_key
 from job.sql.flink.casts import interval_millis
 from job.sql.flink.dialect import Descriptor, TableArg, WindowTVF
@@ -204,7 +205,7 @@ def window_aggregate(planner, rel: Rel, node: exp.Select, window: Window, keys: 
     if not rel.append_only:
         raise planner.error(node, "a window aggregation needs an append-only input, but this query's input has "
                                   "updates and deletes")
-    planner.waits_for(max(window.size_ms, window.gap_ms))
+    waits(planner, max(window.size_ms, window.gap_ms))
     tr = planner.translator(rel, "GROUP BY")
     time_field, _ = tr.scope.resolve_column(window.time)
     key_values = [tr.expr(k) for k in keys]

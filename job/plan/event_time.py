@@ -1,0 +1,29 @@
+"""Helpers the event-time operators share."""
+from __future__ import annotations
+
+BARRIER = "__barrier"
+
+
+def barrier(df):
+    """``df`` with a column Spark cannot compute ahead of time, so that no filter above
+    this point is pushed below it.
+
+    Spark pushes a filter that does not read the event-time column below the watermark,
+    into the source and the end-of-input marker stream (job.run.end_of_input) unioned
+    with it; a filter the marker row does not pass (a join's inferred ``key IS NOT NULL``)
+    would drop it, and the watermark would never pass the last rows. Callers drop the
+    column once their operator has run."""
+    from pyspark.sql import functions as F
+
+    return df.select("*", (F.spark_partition_id() < 0).alias(BARRIER))
+
+
+def waits(planner, span_ms: int, delays_output_ms: int = 0) -> None:
+    """An operator waits ``span_ms`` of event time (window size, interval bound) before
+    it emits; the end of a bounded input must advance time past that. Spark passes a
+    watermark down a chain of operators held back by each operator's delay (an interval
+    join's output may be that much older than its input's watermark), so an operator
+    planned after others waits for their delays too."""
+    lag = getattr(planner, "_event_time_lag_ms", 0)
+    planner.waits_for(lag + span_ms)
+    planner._event_time_lag_ms = lag + delays_output_ms
