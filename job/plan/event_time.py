@@ -27,3 +27,16 @@ def waits(planner, span_ms: int, delays_output_ms: int = 0) -> None:
     lag = getattr(planner, "_event_time_lag_ms", 0)
     planner.waits_for(lag + span_ms)
     planner._event_time_lag_ms = lag + delays_output_ms
+
+
+def without_event_time(df):
+    """``df`` with no column marked as its event time.
+
+    Spark's event-time stateful operator drops input rows older than the watermark by
+    the column its watermark was declared on, and refuses an input with two such
+    columns (both sides of a join). The engine's operators apply Flink's own rules for
+    late rows instead, on the time they are given as a BIGINT column. (An alias with
+    metadata of its own replaces the column's watermark metadata.)"""
+    from pyspark.sql import functions as F
+
+    return df.select(*[F.col(f"`{c}`").alias(c, metadata={"streamsql": "plain"}) for c in df.columns])

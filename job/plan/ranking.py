@@ -144,7 +144,11 @@ def top_n(planner, inner: exp.Select, position: int, window: exp.Window, alias: 
     if order_fields[0].time == "rowtime" and dedup:
         planner.waits_for(0)
 
-    df = planner.signed(rel)
+    from job.plan.event_time import without_event_time
+
+    # Without watermark marks: the order key and a shown column may both be the event
+    # time, and Spark's stateful operator refuses two event-time columns.
+    df = without_event_time(planner.signed(rel))
     # Among equal sort keys the earlier row ranks first, except when the order is the
     # processing time descending: there the later row is the later time.
     newest_first = time_order and order_fields[-1].time == "proctime" and descending[-1]
@@ -163,6 +167,13 @@ def top_n(planner, inner: exp.Select, position: int, window: exp.Window, alias: 
         unique = partition_cols | {rank_col}
     elif rel.unique_key is not None and rel.unique_key <= {f.col for f in visible}:
         unique = rel.unique_key
+    elif function == "row_number" and upper == 1 and partition:
+        # One row per partition (a deduplication): the partition columns the query shows
+        # are its key (a versioned view's PRIMARY KEY, for temporal joins).
+        by_name = {f.name.lower(): f for f in visible}
+        shown = [by_name.get(p.name.lower()) if isinstance(p, exp.Column) else None for p in partition]
+        if all(f is not None and f.type == rel.field_of(c).type for f, c in zip(shown, pcols)):
+            unique = frozenset(f.col for f in shown)
     what = "deduplicate" if dedup else f"top {lower}..{upper}" if lower > 1 else f"top {upper}"
     step = (f"{what} by {function}() over ({', '.join(planner.current.flink_sql(p) for p in partition) or 'everything'}) "
             f"order by {', '.join(planner.current.flink_sql(o) for o in order.expressions)} "

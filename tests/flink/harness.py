@@ -100,6 +100,26 @@ def _generated(spec: dict) -> list:
             # reports, which is one input's (see job.run.end_of_input.max_event_time).
             rows.append({"id": n, "uid": "closing", "cat": None, "amount": 0.0, "qty": 0, "ts": spec["closing"]})
         return rows
+    if kind == "versions":
+        # A versioned table's changelog in event-time order: each key's row is created,
+        # updated and deleted; an update's or delete's before image is the key's previous
+        # row (with its own, older, version time), as Debezium writes it.
+        state = {}
+        events = []
+        for i in range(n):
+            minute, second = divmod(i * 3600 // n, 60)
+            rts = f"2024-01-01 {9 + (minute + 55) // 60:02d}:{(minute + 55) % 60:02d}:{second:02d}.{rng.randint(0, 999):03d}"
+            key = f"u{rng.randint(0, spec.get('keys', 9))}"
+            after = {"currency": key, "rate": rng.randint(1, 9), "rts": rts}
+            if key in state and rng.random() < spec.get("deletes", 0.15):
+                events.append(["d", state.pop(key), None])
+            elif key in state:
+                events.append(["u", state[key], after])
+                state[key] = after
+            else:
+                events.append(["c", None, after])
+                state[key] = after
+        return events
     raise ValueError(f"unknown generator {kind!r}")
 
 

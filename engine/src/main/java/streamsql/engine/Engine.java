@@ -253,4 +253,20 @@ public final class Engine {
     StructType out = Spec.concat(Spec.select(schema, s.strings("row")), results[0]);
     return timed(input, s.strings("keys"), op, out, eventTime);
   }
+
+  /**
+   * Event-time temporal join. Spec: keys, left (columns), right (columns), side, time,
+   * retract, left_outer. Output: left and right columns; append-only.
+   */
+  public static Dataset<Row> temporalJoin(Dataset<Row> input, String json) {
+    Spec s = Spec.parse(json);
+    StructType schema = input.schema();
+    List<String> left = s.strings("left");
+    List<String> right = s.strings("right");
+    TemporalJoinOp op = new TemporalJoinOp(Spec.select(schema, left), Spec.select(schema, right),
+        Spec.indices(schema, left), Spec.indices(schema, right), schema.fieldIndex(s.text("side")),
+        schema.fieldIndex(s.text("time")), schema.fieldIndex(s.text("retract")), s.flag("left_outer"),
+        s.number("ttl_ms", 0));
+    return timed(input, s.strings("keys"), op, Spec.concat(Spec.select(schema, left), Spec.select(schema, right)), true);
+  }
 }
