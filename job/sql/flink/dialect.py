@@ -206,7 +206,12 @@ class Flink(Dialect):
                 elif self._curr.token_type == TokenType.COMMA:
                     self._advance()
                 else:
-                    args.append(self._parse_assignment())
+                    arg = self._parse_assignment()
+                    if name in ("JSON_OBJECT", "JSON_OBJECTAGG") and self._curr \
+                            and self._curr.text.upper() == "VALUE":
+                        self._advance()  # key VALUE value (KEY is optional)
+                        arg = exp.Tuple(expressions=[arg, self._parse_assignment()])
+                    args.append(arg)
             return self.expression(exp.Anonymous(this=name, expressions=args + clauses))
 
         def _on_clause_ahead(self) -> bool:

@@ -451,8 +451,13 @@ def _is(tr: Translator, node: exp.Is) -> Typed:
         return Typed(f"(({value.sql}) <=> {'TRUE' if target.this else 'FALSE'})", BOOLEAN_TYPE.nullable_as(False))
     if isinstance(target, exp.Var) and target.name.upper() == "UNKNOWN":
         return Typed(f"({value.sql} IS NULL)", BOOLEAN_TYPE.nullable_as(False))
-    if isinstance(target, (exp.JSON, exp.Var)) or target.key == "json":
-        tr.refuse(node, "IS JSON is not supported yet")
+    if isinstance(target, exp.JSON):
+        from job.sql.flink.functions.json import is_json
+
+        kind = target.this if isinstance(target.this, str) else None
+        if target.args.get("unique"):
+            tr.refuse(node, "IS JSON … WITH UNIQUE KEYS is not supported yet")
+        return is_json(tr, value, kind)
     tr.refuse(node, f"'{tr.query.flink_sql(node)}' is not supported yet")
 
 
