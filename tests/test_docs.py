@@ -131,3 +131,41 @@ def test_documented_exit_codes_match_the_code():
 def test_documented_example_files_exist():
     for path in re.findall(r"\]\(((?:examples|scripts|tests|conf|job|\.ci)/[^)#]+)\)", README.read_text()):
         assert (ROOT / path).exists(), path
+
+
+# --------------------------------------------------------------------------- docs/functions.md
+
+FUNCTIONS = ROOT / "docs" / "functions.md"
+
+
+def test_function_list_is_current():
+    done = gen_docs("--check")
+    assert done.returncode == 0, done.stderr + "\nRun: .venv/bin/python scripts/gen_docs.py"
+
+
+def test_a_stale_function_list_is_caught_and_rewritten(tmp_path):
+    stale = tmp_path / "functions.md"
+    stale.write_text(FUNCTIONS.read_text().replace("| `UPPER` |", "| `UPPPER` |"))
+    done = gen_docs("--check", "--functions", str(stale))
+    assert done.returncode == 1
+    assert "stale" in done.stderr and "UPPPER" in done.stderr
+    assert gen_docs("--functions", str(stale)).returncode == 0
+    assert stale.read_text() == FUNCTIONS.read_text()
+
+
+def test_every_function_of_the_library_is_listed_with_its_status(gen):
+    from job.sql.flink import functions
+
+    functions._load()
+    text = gen.render_functions()
+    for name, fn in functions.REGISTRY.items():
+        if name == fn.name:
+            assert f"| `{name}" in text, name
+        row = next(line for line in text.splitlines()
+                   if line.startswith(f"| `{fn.name}` ") or line.startswith(f"| `{fn.name} ("))
+        assert ("refused" in row) == (not fn.supported), row
+    for op in functions.OPERATORS:
+        assert gen.cell(op.signature) in text, op.signature
+    # one section per category, in Flink's documentation order
+    titles = [line[3:] for line in text.splitlines() if line.startswith("## ")]
+    assert titles[:4] == ["Summary", "Comparison functions", "Logical functions", "Arithmetic functions"]

@@ -122,6 +122,29 @@ class Flink(Dialect):
         }
         STRICT_CAST = True
 
+        # ------------------------------------------------------------------ CASE
+        def _parse_case(self):
+            """CASE as sqlglot reads it, plus Flink's ``CASE x WHEN v1, v2 THEN …`` (several
+            values for one branch, kept as an ``exp.Tuple``)."""
+            if self._match(TokenType.DOT, advance=False):
+                self._retreat(self._index - 1)
+                return None
+            ifs = []
+            default = None
+            subject = self._parse_disjunction()
+            while self._match(TokenType.WHEN):
+                values = [self._parse_disjunction()]
+                while subject is not None and self._match(TokenType.COMMA):
+                    values.append(self._parse_disjunction())
+                this = values[0] if len(values) == 1 else exp.Tuple(expressions=values)
+                self._match(TokenType.THEN)
+                ifs.append(self.expression(exp.If(this=this, true=self._parse_disjunction())))
+            if self._match(TokenType.ELSE):
+                default = self._parse_disjunction()
+            if not self._match(TokenType.END):
+                self.raise_error("Expected END after CASE", self._prev)
+            return self.expression(exp.Case(this=subject, ifs=ifs, default=default))
+
         # ------------------------------------------------------------------ CAST
         def _parse_flink_cast(self, safe: bool) -> exp.Expression:
             this = self._parse_assignment()
@@ -164,6 +187,7 @@ class Flink(Dialect):
             ON NULL, KEY k VALUE v) kept as ``JsonClause`` entries of the call."""
             args: list[exp.Expression] = []
             clauses: list[exp.Expression] = []
+            name_token = self._tokens[self._index - 2] if self._index >= 2 else None
             while self._curr and self._curr.token_type != TokenType.R_PAREN:
                 word = self._curr.text.upper()
                 if word == "KEY" and name in ("JSON_OBJECT", "JSON_OBJECTAGG"):
@@ -212,7 +236,11 @@ class Flink(Dialect):
                         self._advance()  # key VALUE value (KEY is optional)
                         arg = exp.Tuple(expressions=[arg, self._parse_assignment()])
                     args.append(arg)
-            return self.expression(exp.Anonymous(this=name, expressions=args + clauses))
+            node = self.expression(exp.Anonymous(this=name, expressions=args + clauses))
+            if name_token is not None and name_token.text.upper() == name:  # where the call is written
+                node.meta.update(line=name_token.line, col=name_token.col, start=name_token.start,
+                                 end=name_token.end)
+            return node
 
         def _on_clause_ahead(self) -> bool:
             """Is the current token the start of a ``… ON EMPTY|ERROR`` clause?"""

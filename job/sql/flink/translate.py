@@ -260,6 +260,7 @@ def wrap_integer(sql: str, type_: LogicalType) -> str:
 @handles(*_ARITH)
 def _arithmetic(tr: Translator, node: exp.Binary) -> Typed:
     op = _ARITH[type(node)]
+    refuse_untyped_null(tr, node.this, node.expression)
     a, b = tr.expr(node.this), tr.expr(node.expression)
     temporal = _temporal_arithmetic(tr, op, a, b, node)
     if temporal is not None:
@@ -354,6 +355,7 @@ def _temporal_arithmetic(tr: Translator, op: str, a: Typed, b: Typed, node) -> O
 
 @handles(exp.Neg)
 def _neg(tr: Translator, node: exp.Neg) -> Typed:
+    refuse_untyped_null(tr, node.this)
     value = tr.expr(node.this)
     if value.type.name in _INT_RANGE:
         return Typed(wrap_integer(f"-CAST({value.sql} AS BIGINT)", value.type), value.type)
@@ -373,6 +375,7 @@ def _interval(tr: Translator, node: exp.Interval) -> Typed:
 
 @handles(exp.DPipe)
 def _concat(tr: Translator, node: exp.DPipe) -> Typed:
+    refuse_untyped_null(tr, node.this, node.expression)
     a, b = tr.expr(node.this), tr.expr(node.expression)
     for v, n in ((a, node.this), (b, node.expression)):
         if not (v.type.is_character or v.type.is_null):
@@ -414,6 +417,8 @@ def comparable_pair(tr: Translator, a: Typed, b: Typed, node) -> tuple[Typed, Ty
 
 @handles(*_COMPARE)
 def _compare(tr: Translator, node: exp.Binary) -> Typed:
+    if not isinstance(node, (exp.NullSafeEQ, exp.NullSafeNEQ)):
+        refuse_untyped_null(tr, node.this, node.expression)
     a, b = tr.expr(node.this), tr.expr(node.expression)
     out = comparison(tr, _COMPARE[type(node)], a, b, node)
     if isinstance(node, exp.NullSafeNEQ):
@@ -430,6 +435,7 @@ def _logic(tr: Translator, node: exp.Binary) -> Typed:
 
 @handles(exp.Not)
 def _not(tr: Translator, node: exp.Not) -> Typed:
+    refuse_untyped_null(tr, node.this)
     a = tr.condition(node.this, "NOT")
     return Typed(f"(NOT {a.sql})", a.type)
 
@@ -446,6 +452,7 @@ def _is(tr: Translator, node: exp.Is) -> Typed:
     if isinstance(target, exp.Null):
         return Typed(f"({value.sql} IS NULL)", BOOLEAN_TYPE.nullable_as(False))
     if isinstance(target, exp.Boolean):
+        refuse_untyped_null(tr, node.this)
         if value.type.name not in ("BOOLEAN", "NULL"):
             tr.refuse(node, f"IS {'TRUE' if target.this else 'FALSE'} needs a BOOLEAN, not {value.type}")
         return Typed(f"(({value.sql}) <=> {'TRUE' if target.this else 'FALSE'})", BOOLEAN_TYPE.nullable_as(False))
@@ -467,7 +474,11 @@ def _between(tr: Translator, node: exp.Between) -> Typed:
     ge = comparison(tr, ">=", value, low, node)
     le = comparison(tr, "<=", value, high, node)
     nullable = ge.type.nullable or le.type.nullable
-    return Typed(f"({ge.sql} AND {le.sql})", BOOLEAN_TYPE.nullable_as(nullable))
+    out = f"({ge.sql} AND {le.sql})"
+    if node.args.get("symmetric"):  # either way round: (v BETWEEN a AND b) OR (v BETWEEN b AND a)
+        ge2, le2 = comparison(tr, ">=", value, high, node), comparison(tr, "<=", value, low, node)
+        out = f"({out} OR ({ge2.sql} AND {le2.sql}))"
+    return Typed(out, BOOLEAN_TYPE.nullable_as(nullable))
 
 
 @handles(exp.In)
@@ -487,6 +498,7 @@ def _in(tr: Translator, node: exp.In) -> Typed:
 
 @handles(exp.Like, exp.ILike)
 def _like(tr: Translator, node: exp.Like) -> Typed:
+    refuse_untyped_null(tr, node.this, node.expression)
     value, pattern = tr.expr(node.this), tr.expr(node.expression)
     for v, n in ((value, node.this), (pattern, node.expression)):
         if not (v.type.is_character or v.type.is_null):
@@ -519,7 +531,11 @@ def _case(tr: Translator, node: exp.Case) -> Typed:
     subject = tr.expr(node.this) if node.this is not None else None
     conditions, results = [], []
     for branch in node.args.get("ifs") or []:
-        if subject is not None:
+        if subject is not None and isinstance(branch.this, exp.Tuple):  # WHEN v1, v2: any of them
+            parts = [comparison(tr, "=", subject, tr.expr(v), branch) for v in branch.this.expressions]
+            cond = Typed("(" + " OR ".join(p.sql for p in parts) + ")",
+                         BOOLEAN_TYPE.nullable_as(any(p.type.nullable for p in parts)))
+        elif subject is not None:
             cond = comparison(tr, "=", subject, tr.expr(branch.this), branch)
         else:
             cond = tr.condition(branch.this, "CASE WHEN")
@@ -641,7 +657,27 @@ def _overlaps(tr: Translator, node: exp.Overlaps) -> Typed:
 
 @handles(exp.Tuple)
 def _tuple(tr: Translator, node: exp.Tuple) -> Typed:
-    tr.refuse(node, "a row value '(a, b)' is not supported here; write ROW(a, b)")
+    """Flink's implicit row constructor ``(a, b)``: ROW(a, b)."""
+    if len(node.expressions) < 2:
+        tr.refuse(node, "a row value needs at least two fields: (a, b)")
+    row = exp.Anonymous(this="ROW", expressions=[e.copy() for e in node.expressions])
+    row.meta.update(node.meta)
+    return tr.expr(row)
+
+
+def refuse_untyped_null(tr: Translator, *operands: exp.Expression) -> None:
+    """Flink (Calcite) rejects an untyped NULL literal as an operand ("Illegal use of
+    'NULL'"): it has no type to work with."""
+    for operand in operands:
+        inner = operand
+        while isinstance(inner, exp.Paren):
+            inner = inner.this
+        if isinstance(inner, exp.Null):
+            # sqlglot keeps no position on NULL itself: point at the nearest node that has one
+            at = inner
+            while at is not None and not at.meta.get("start") and at.parent is not None:
+                at = at.parent
+            tr.refuse(at, "Illegal use of 'NULL'", hint="give the NULL a type: CAST(NULL AS INT)")
 
 
 STRING = STRING_TYPE

@@ -38,10 +38,10 @@ from sqlglot import exp
 
 from job.sql.types import LogicalType
 
-SCALAR, AGGREGATE, WINDOW, TABLE = "scalar", "aggregate", "window", "table"
+SCALAR, AGGREGATE, WINDOW, TABLE, OPERATOR = "scalar", "aggregate", "window", "table", "operator"
 
 CATEGORIES = ("comparison", "logical", "arithmetic", "string", "temporal", "conditional", "conversion",
-              "collection", "json", "value", "hash", "aggregate", "window", "time attribute")
+              "collection", "json", "value", "hash", "grouping", "aggregate", "window", "table", "catalog", "other")
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,24 @@ class Function:
 
 
 REGISTRY: dict[str, Function] = {}
+
+# Where a supported function's answer can still differ from Flink's, found by the
+# differential cases and left as they are; docs/functions.md lists them.
+DIFFERENCES = [
+    "Characters beyond U+FFFF (emoji) count as one character everywhere; Flink's LPAD, RPAD, OVERLAY and "
+    "SPLIT(s, '') count them as two (Java strings) and can cut them in half.",
+    "Text read with an explicit pattern (TO_TIMESTAMP(s, p), TO_DATE(s, p), UNIX_TIMESTAMP(s, p)) must match the "
+    "pattern completely; Flink's reading is lenient (it ignores trailing text and can turn garbage into a date). "
+    "Without a pattern the job reads text exactly as Flink does.",
+    "Years before 1583: Flink's SimpleDateFormat uses the Julian calendar, the job the proleptic Gregorian one.",
+    "IS JSON and the JSON_* readers treat text with a duplicate key or trailing text after the JSON value as not "
+    "JSON; Flink accepts both.",
+    "JSON_QUERY fails the query (with the reason) for a result holding a number written with an exponent or as "
+    "-0, which Flink rewrites (1E+2); JSON_VALUE returns those as Flink does.",
+    "REGEXP_EXTRACT / REGEXP_EXTRACT_ALL of a group that may take no part in a match are refused: Spark cannot "
+    "tell that group's NULL from an empty match.",
+    "FLOAT and DOUBLE meeting in CASE or ARRAY[…]: Flink's type is the first operand's (FLOAT), the job's DOUBLE.",
+]
 
 
 def register(fn: Function, aliases: Sequence[str] = ()) -> Function:
@@ -92,6 +110,29 @@ def aggregate(name: str, category: str, signature: str, description: str, *, res
               aliases: Sequence[str] = (), notes: str = "") -> Function:
     return register(Function(name, category, signature, description, AGGREGATE, result=result, engine=engine,
                              notes=notes), aliases)
+
+
+def planned(name: str, category: str, signature: str, description: str, where: str, kind: str = WINDOW,
+            aliases: Sequence[str] = ()) -> Function:
+    """A function the planner runs where it belongs (``where``: e.g. "in the GROUP BY of a
+    window aggregation"); called anywhere else it is refused with that."""
+
+    def translate(call):
+        call.refuse(f"{name} is only allowed {where}")
+
+    return register(Function(name, category, signature, description, kind, translate, notes=where), aliases)
+
+
+def operator(name: str, category: str, description: str, supported: bool = True, why: str = "") -> Function:
+    """An operator or special syntax (``=``, ``LIKE``, ``CASE``, ``CAST``…), documented with the
+    functions; the translator runs it (see job.sql.flink.translate)."""
+    refusal = None if supported else f"{name} is not supported yet" + (f" ({why})" if why else "")
+    fn = Function(name, category, name, description, OPERATOR, refusal=refusal)
+    OPERATORS.append(fn)
+    return fn
+
+
+OPERATORS: list[Function] = []
 
 
 def not_supported(name: str, category: str, signature: str = "", why: str = "",
@@ -245,13 +286,29 @@ def call(tr, node: exp.Anonymous):
         tr.refuse(node, f"the aggregate function {name} is not allowed here",
                   hint="aggregates go in the select list or HAVING of a query with GROUP BY (or none)")
     if fn.kind != SCALAR:
+        if fn.translate is not None:  # planned elsewhere: says where it belongs
+            return fn.translate(Call(tr, node, fn))
         tr.refuse(node, f"{name} is not allowed here")
+    if name not in NULL_ARGUMENTS:
+        from job.sql.flink.translate import refuse_untyped_null
+
+        refuse_untyped_null(tr, *node.expressions)
     return fn.translate(Call(tr, node, fn))
 
 
+# Functions Flink accepts an untyped NULL argument of (its newer functions, with their own
+# type inference); the others are Calcite's and reject it ("Illegal use of 'NULL'").
+NULL_ARGUMENTS = frozenset({
+    "COALESCE", "NULLIF", "IFNULL", "TYPEOF", "UUID", "ARRAY_CONTAINS", "ARRAY_APPEND", "ARRAY_PREPEND",
+    "ARRAY_REMOVE", "ARRAY_POSITION", "ARRAY_JOIN", "SPLIT", "STARTSWITH", "ENDSWITH", "BTRIM", "REGEXP_COUNT",
+    "REGEXP_INSTR", "REGEXP_SUBSTR", "REGEXP_EXTRACT_ALL", "PRINTF", "URL_ENCODE", "URL_DECODE", "JSON_STRING",
+    "UNHEX", "MAP",
+})
+
+
 _loaded = False
-MODULES = ("arithmetic", "string", "regexp", "encoding", "temporal", "conditional", "conversion", "collection", "json", "value", "hashing",
-           "aggregate")
+MODULES = ("operators", "arithmetic", "string", "regexp", "encoding", "temporal", "conditional", "conversion",
+           "collection", "json", "value", "hashing", "aggregate", "other")
 
 
 def _load() -> None:

@@ -3,7 +3,7 @@ computes each (the planner evaluates them; see job/plan)."""
 from __future__ import annotations
 
 from job.sql.flink import rules
-from job.sql.flink.functions import AGGREGATE, aggregate, not_supported
+from job.sql.flink.functions import AGGREGATE, aggregate, not_supported, planned
 from job.sql.types import STRING_TYPE
 
 CATEGORY = "aggregate"
@@ -36,7 +36,18 @@ aggregate("FIRST_VALUE", CATEGORY, "FIRST_VALUE(expression)", "The first non-NUL
 aggregate("LAST_VALUE", CATEGORY, "LAST_VALUE(expression)", "The last non-NULL value to arrive.",
           result=_same, engine="last_value")
 
-for _name in ("STDDEV_POP", "STDDEV_SAMP", "VAR_POP", "VAR_SAMP", "COLLECT", "VARIANCE", "RANK", "DENSE_RANK",
-              "ROW_NUMBER", "LEAD", "LAG", "NTILE", "CUME_DIST", "PERCENT_RANK", "ARRAY_AGG", 
-              "SINGLE_VALUE", "BIT_AND", "BIT_OR", "BIT_XOR", "ANY_VALUE", "PERCENTILE"):
+for _name in ("STDDEV_POP", "STDDEV_SAMP", "VAR_POP", "VAR_SAMP", "COLLECT", "VARIANCE", "NTILE", "CUME_DIST",
+              "PERCENT_RANK", "ARRAY_AGG", "SINGLE_VALUE", "BIT_AND", "BIT_OR", "BIT_XOR", "ANY_VALUE", "PERCENTILE"):
     not_supported(_name, CATEGORY, kind=AGGREGATE)
+not_supported("LEAD", CATEGORY, "LEAD(expression [, offset] [, default])",
+              why="Flink does not run LEAD in streaming either", kind=AGGREGATE)
+
+# Planned by name where they belong (job/plan/ranking.py, job/plan/over.py).
+for _name in ("ROW_NUMBER", "RANK", "DENSE_RANK"):
+    planned(_name, CATEGORY, f"{_name}() OVER (PARTITION BY … ORDER BY …)",
+            "The row's rank in its partition: Top-N and deduplication (the outer query keeps rn <= N).",
+            "in Flink's Top-N pattern: SELECT … FROM (SELECT …, " + _name + "() OVER (PARTITION BY … ORDER BY …) AS rn "
+            "FROM t) WHERE rn <= N")
+planned("LAG", CATEGORY, "LAG(expression [, offset] [, default]) OVER (…)",
+        "The value OFFSET (default 1) rows before in the OVER window's order.", "with OVER (PARTITION BY … ORDER BY "
+        "time)")

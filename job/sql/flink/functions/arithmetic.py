@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from job.sql.flink import rules
-from job.sql.flink.functions import not_supported, scalar
+from job.sql.flink.functions import scalar
 from job.sql.flink.translate import Typed, arithmetic_sql, ieee_divide, wrap_integer
 from job.sql.types import DOUBLE_TYPE, INT_TYPE, STRING_TYPE, decimal, t
 
@@ -238,4 +238,3 @@ def unhex(call):
     call.need(0, "string")
     value = f"IF(char_length({x.sql}) % 2 = 1, concat(X'00', unhex(substring({x.sql}, 2))), unhex({x.sql}))"
     return Typed(value, t("VARBINARY", 2147483647, nullable=True))
-not_supported("PERCENTILE", CATEGORY, kind="aggregate")

@@ -9,7 +9,7 @@ date) the translation converts through that zone explicitly.
 from __future__ import annotations
 
 from job.sql.flink.casts import parse_date, parse_timestamp, truncate_fraction, zone
-from job.sql.flink.functions import not_supported, scalar
+from job.sql.flink.functions import scalar
 from job.sql.flink.translate import Typed, lit
 from job.sql.types import BIGINT_TYPE, BOOLEAN_TYPE, DATE_TYPE, INT_TYPE, STRING_TYPE, t, timestamp
 
@@ -315,7 +315,6 @@ def current_time(call):
                  t("TIME", 0, nullable=False))
 
 
-not_supported("CURRENT_WATERMARK", CATEGORY, "CURRENT_WATERMARK(rowtime)")
 
 
 # --------------------------------------------------------------------------- OVERLAPS

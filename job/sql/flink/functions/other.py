@@ -1,0 +1,43 @@
+"""Flink functions outside the categories of its main function list: grouping, catalog,
+bitmaps, network addresses, structured types, model inference and the process table
+functions, the window table functions and the legacy group window functions."""
+from __future__ import annotations
+
+from job.sql.flink.functions import AGGREGATE, TABLE, WINDOW, not_supported, planned
+
+for _name in ("GROUP_ID", "GROUPING", "GROUPING_ID"):
+    not_supported(_name, "grouping", f"{_name}(…)", why="GROUPING SETS, ROLLUP and CUBE are not supported yet")
+
+not_supported("CURRENT_DATABASE", "catalog", "CURRENT_DATABASE()")
+
+for _name in ("BITMAP_AND", "BITMAP_ANDNOT", "BITMAP_BUILD", "BITMAP_CARDINALITY", "BITMAP_FROM_BYTES", "BITMAP_OR",
+              "BITMAP_TO_ARRAY", "BITMAP_TO_BYTES", "BITMAP_TO_STRING", "BITMAP_XOR"):
+    not_supported(_name, "other", f"{_name}(…)", why="the BITMAP type")
+for _name in ("BITMAP_AND_AGG", "BITMAP_AND_CARDINALITY_AGG", "BITMAP_BUILD_AGG", "BITMAP_BUILD_CARDINALITY_AGG",
+              "BITMAP_OR_AGG", "BITMAP_OR_CARDINALITY_AGG", "BITMAP_XOR_AGG", "BITMAP_XOR_CARDINALITY_AGG"):
+    not_supported(_name, "other", f"{_name}(…)", why="the BITMAP type", kind=AGGREGATE)
+for _name in ("INET_ATON", "INET_NTOA"):
+    not_supported(_name, "other", f"{_name}(…)")
+for _name in ("OBJECT_OF", "OBJECT_UPDATE"):
+    not_supported(_name, "value", f"{_name}(…)", why="structured types")
+for _name in ("ML_PREDICT", "FROM_CHANGELOG", "TO_CHANGELOG"):
+    not_supported(_name, "table", f"{_name}(…)", kind=TABLE)
+not_supported("SOURCE_WATERMARK", "other", "SOURCE_WATERMARK()", why="a source's own watermarks")
+not_supported("CURRENT_WATERMARK", "temporal", "CURRENT_WATERMARK(rowtime)")
+
+# Window table functions: planned from FROM TABLE(…) (job/plan/windows.py).
+for _name, _sig in [("TUMBLE", "TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), size [, offset]))"),
+                    ("HOP", "TABLE(HOP(TABLE t, DESCRIPTOR(ts), slide, size [, offset]))"),
+                    ("CUMULATE", "TABLE(CUMULATE(TABLE t, DESCRIPTOR(ts), step, size [, offset]))"),
+                    ("SESSION", "TABLE(SESSION(TABLE t PARTITION BY k, DESCRIPTOR(ts), gap))")]:
+    planned(_name, "window", _sig, "A window table function (event time); also the legacy group window "
+            f"GROUP BY {_name}(ts, …)" if _name != "CUMULATE" else "A window table function (event time).",
+            "as a window table function in FROM TABLE(…) or (TUMBLE, HOP, SESSION) as a group window in GROUP BY",
+            kind=TABLE)
+for _kind in ("TUMBLE", "HOP", "SESSION"):
+    for _part, _doc in (("START", "the window's start"), ("END", "the window's end"),
+                        ("ROWTIME", "the window's event time (end - 1 ms)")):
+        planned(f"{_kind}_{_part}", "window", f"{_kind}_{_part}(ts, …)", f"In a query grouped by {_kind}(…): "
+                f"{_doc}.", f"in the select list of a query grouped by {_kind}(ts, …)")
+    not_supported(f"{_kind}_PROCTIME", "window", f"{_kind}_PROCTIME(ts, …)",
+                  why="processing-time windows are not supported yet", kind=WINDOW)
