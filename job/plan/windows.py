@@ -45,6 +45,10 @@ class Window:
     gap_ms: int = 0
     partition: tuple = ()         # SESSION … PARTITION BY
     node: Optional[exp.Expression] = None
+    # The column holding each row's window (start, end) in the TVF's relation, marked as
+    # its event time for Spark's aggregation; None: the aggregation computes the windows
+    # (SESSION, legacy group windows).
+    struct_col: Optional[str] = None
 
 
 def spark_duration(ms: int) -> str:
@@ -77,16 +81,15 @@ def tvf_arguments(planner, node: WindowTVF) -> dict:
 
 def plan_window_tvf(planner, node: WindowTVF) -> Rel:
     """``TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), size))`` as a relation: t's columns plus
-    window_start, window_end and window_time, the window remembered for the GROUP BY
-    that follows (windows are computed by the aggregation itself)."""
+    window_start, window_end and window_time, one row per row and window it belongs to
+    (HOP and CUMULATE windows overlap), the window remembered for a GROUP BY that
+    follows. SESSION windows depend on the rows around, so only the aggregation that
+    follows computes them."""
     args = tvf_arguments(planner, node)
     data = args["DATA"]
     if not isinstance(data, TableArg):
         raise planner.error(node, f"the first argument of {node.this} is TABLE <name>")
-    rel = planner.relation(data.this)
-    if not rel.append_only:
-        raise planner.error(node, f"window function {node.this} needs an append-only input, but this one has updates "
-                                  "and deletes", hint="window aggregations in Flink consume insert-only streams")
+    rel = planner.settle(planner.relation(data.this))
     descriptor = args["TIMECOL"]
     if not isinstance(descriptor, Descriptor) or len(descriptor.expressions) != 1:
         raise planner.error(node, "the time column of a window function is given as DESCRIPTOR(column)")
@@ -115,8 +118,47 @@ def plan_window_tvf(planner, node: WindowTVF) -> Rel:
         fields.append(Field(name, alias, planner.fresh(), timestamp(3, nullable=False),
                             "rowtime" if name == "window_time" else None))
     fields = [f.requalified(alias) if alias else f for f in fields]
-    return Rel(rel.df, fields, True, steps=rel.steps, window=window,
-               window_fields={f.name: f for f in fields[-3:]})
+    window_fields = {f.name: f for f in fields[-3:]}
+    df, steps = rel.df, rel.steps
+    if node.this != "SESSION":
+        df = assign_windows(planner, rel, window, time_field, window_fields)
+        steps = steps + [f"{node.this.lower()} windows on {time_field.name}: window_start, window_end, window_time "
+                         "added to each row [stateless]"]
+    return Rel(df, fields, rel.append_only, rel.unique_key if node.this == "TUMBLE" else None, steps,
+               window=window, window_fields=window_fields)
+
+
+def assign_windows(planner, rel: Rel, window: Window, time_field: Field, window_fields: dict):
+    """Each row with its windows: a struct column (start, end) — one row per window —
+    and the three window columns read from it. The struct keeps the time column's
+    watermark mark, so Spark's aggregation can group by it and close it."""
+    from pyspark.sql import functions as F
+
+    window.struct_col = planner.fresh("_w")
+    time_col = F.col(f"`{time_field.col}`")
+    metadata = rel.df.schema[time_field.col].metadata
+    if window.kind == "TUMBLE":
+        struct = F.window(time_col, spark_duration(window.size_ms), startTime=spark_duration(window.offset_ms))
+    elif window.kind == "HOP":
+        struct = F.window(time_col, spark_duration(window.size_ms), spark_duration(window.slide_ms),
+                          startTime=spark_duration(window.offset_ms))
+    else:  # CUMULATE: the windows from the period's start to each step end at or after the row
+        t = f"unix_millis(`{time_field.col}`)"
+        start = f"({t} - pmod({t} - {window.offset_ms}, {window.size_ms}))"
+        first = f"({start} + (floor(pmod({t} - {window.offset_ms}, {window.size_ms}) / {window.slide_ms}) + 1) * " \
+                f"{window.slide_ms})"
+        ends = f"sequence(CAST({first} AS BIGINT), CAST({start} + {window.size_ms} AS BIGINT), {window.slide_ms})"
+        struct = F.explode(F.expr(f"transform({ends}, e -> named_struct('start', timestamp_millis({start}), "
+                                  f"'end', timestamp_millis(e)))"))
+    # A separate projection marks the struct: a generator's (explode's) alias keeps no
+    # metadata of its own.
+    staged = rel.df.select("*", struct.alias("__window"))
+    df = staged.select(*[F.col(f"`{c}`") for c in rel.df.columns],
+                       F.col("__window").alias(window.struct_col, metadata=metadata or None))
+    w = F.col(window.struct_col)
+    columns = {"window_start": w["start"], "window_end": w["end"],
+               "window_time": w["end"] - F.expr("INTERVAL 1 MILLISECOND")}
+    return df.select("*", *[columns[name].alias(f.col) for name, f in window_fields.items()])
 
 
 def groups_by_window_columns(rel: Rel, group: exp.Group) -> bool:
@@ -191,11 +233,89 @@ def plan_window_aggregate(planner, rel: Rel, node: exp.Select) -> Rel:
     if "window_start" not in names or "window_end" not in names:
         raise planner.error(node.args["group"], "a window aggregation groups by window_start and window_end",
                             hint="GROUP BY window_start, window_end[, other keys]")
+    plain = [k for k in keys if not isinstance(k, (exp.GroupingSets, exp.Rollup, exp.Cube))]
+    if len(plain) < len(keys):
+        return grouping_sets_aggregate(planner, rel, node, window, keys)
     return window_aggregate(planner, rel, node, window, keys, rel.window_fields, {})
 
 
+def grouping_sets(planner, keys: list) -> tuple[list, list]:
+    """GROUP BY keys with GROUPING SETS / ROLLUP / CUBE → (every key expression, the
+    grouping sets as sets of indexes into it)."""
+    from itertools import combinations, product
+
+    exprs: list = []
+    index: dict = {}
+
+    def at(e) -> int:
+        key = flink_key(e)
+        if key not in index:
+            index[key] = len(exprs)
+            exprs.append(e)
+        return index[key]
+
+    def members(e) -> list:
+        e = e.this if isinstance(e, exp.Paren) else e
+        return list(e.expressions) if isinstance(e, exp.Tuple) else [e]
+
+    factors = []
+    for k in keys:
+        if isinstance(k, exp.GroupingSets):
+            factors.append([frozenset(at(m) for m in members(s_)) for s_ in k.expressions])
+        elif isinstance(k, exp.Rollup):
+            cols = [at(m) for e in k.expressions for m in members(e)]
+            factors.append([frozenset(cols[:n]) for n in range(len(cols), -1, -1)])
+        elif isinstance(k, exp.Cube):
+            cols = [at(m) for e in k.expressions for m in members(e)]
+            factors.append([frozenset(c) for n in range(len(cols), -1, -1) for c in combinations(cols, n)])
+        else:
+            factors.append([frozenset([at(k)])])
+    sets = []
+    for combo in product(*factors):
+        merged = frozenset().union(*combo)
+        if merged not in sets:
+            sets.append(merged)
+    return exprs, sets
+
+
+def grouping_sets_aggregate(planner, rel: Rel, node: exp.Select, window: Window, keys: list) -> Rel:
+    """A window aggregation with GROUPING SETS, ROLLUP or CUBE: each row once per
+    grouping set, the keys outside the set NULL, aggregated by window, set and keys
+    (the set's number keeps ``(a, NULL)`` of set {a} apart from a NULL b of set {a, b})."""
+    from pyspark.sql import functions as F
+
+    if window.struct_col is None:
+        raise planner.error(node.args["group"], "GROUPING SETS in a SESSION window aggregation are not supported yet")
+    exprs, sets = grouping_sets(planner, keys)
+    tr = planner.translator(rel, "GROUP BY")
+    values = [tr.expr(e) for e in exprs]
+    cols = [planner.fresh() for _ in exprs]
+    staged = rel.df.select("*", *[F.expr(v.sql).alias(c) for v, c in zip(values, cols)])
+    gid = planner.fresh("_g")
+    variants = F.array(*[F.struct(F.lit(i).alias(gid), *[
+        (F.col(c) if j in members else F.lit(None).cast(v.type.spark)).alias(c)
+        for j, (c, v) in enumerate(zip(cols, values))]) for i, members in enumerate(sets)])
+    exploded = staged.select(*[F.col(f"`{c}`") for c in rel.df.columns if c not in cols],
+                             F.explode(variants).alias("__set")).select("*", *[F.col(f"__set.`{c}`").alias(c)
+                                                                              for c in [gid] + cols]).drop("__set")
+    fields = list(rel.fields) + [Field(c, None, c, v.type.nullable_as(True)) for c, v in zip(cols, values)] \
+        + [Field(gid, None, gid, rules_int())]
+    expanded = Rel(exploded, fields, rel.append_only, None, rel.steps + [
+        f"grouping sets: each row once per set of {len(sets)} [stateless]"], window=window,
+        window_fields=rel.window_fields)
+    group_keys = [exp.column(gid)] + [exp.column(c) for c in cols]
+    return window_aggregate(planner, expanded, node, window, group_keys, rel.window_fields, {},
+                            key_names={c: (e, v) for e, c, v in zip(exprs, cols, values)}, hidden={gid})
+
+
+def rules_int():
+    from job.sql.types import logical_type
+
+    return logical_type("INT")
+
+
 def window_aggregate(planner, rel: Rel, node: exp.Select, window: Window, keys: list, window_fields: dict,
-                     replacements: dict) -> Rel:
+                     replacements: dict, key_names: Optional[dict] = None, hidden: frozenset = frozenset()) -> Rel:
     """Spark's windowed aggregation with watermark: append-only, one row per window.
     ``replacements`` (TUMBLE_START(…) → its window column) apply after the aggregation."""
     from pyspark.sql import functions as F
@@ -216,7 +336,9 @@ def window_aggregate(planner, rel: Rel, node: exp.Select, window: Window, keys: 
         key_cols.append(col)
     wcol = planner.fresh("_w")
     time_col = F.col(time_field.col)
-    if window.kind == "TUMBLE":
+    if window.struct_col is not None:
+        spark_window = F.col(window.struct_col)
+    elif window.kind == "TUMBLE":
         spark_window = F.window(time_col, spark_duration(window.size_ms), startTime=spark_duration(window.offset_ms))
     elif window.kind == "HOP":
         spark_window = F.window(time_col, spark_duration(window.size_ms), spark_duration(window.slide_ms),
@@ -241,13 +363,22 @@ def window_aggregate(planner, rel: Rel, node: exp.Select, window: Window, keys: 
         out_fields.append(source)
         replaced[flink_key(exp.column(name))] = Typed(f"`{source.col}`", source.type)
     for k, v, col in zip(keys, key_values, key_cols):
-        if isinstance(k, exp.Column):
+        if key_names and isinstance(k, exp.Column) and k.name in key_names:
+            # A grouping-set key: named and replaced as the user wrote it.
+            original, value = key_names[k.name]
+            name = original.name if isinstance(original, exp.Column) else f"EXPR${len(out_fields)}"
+            out_fields.append(Field(name, None, col, value.type.nullable_as(True)))
+            replaced[flink_key(original)] = Typed(f"`{col}`", value.type.nullable_as(True))
+        elif isinstance(k, exp.Column) and k.name in hidden:
+            out_fields.append(Field("__gid", None, col, v.type))
+        elif isinstance(k, exp.Column):
             found, _ = tr.scope.resolve_column(k)
             out_fields.append(Field(found.name, found.qualifier, col, v.type))
+            replaced[flink_key(k)] = Typed(f"`{col}`", v.type)
         else:
             out_fields.append(Field(f"EXPR${len(out_fields)}", None, col, v.type))
+            replaced[flink_key(k)] = Typed(f"`{col}`", v.type)
         selected.append(F.col(col))
-        replaced[flink_key(k)] = Typed(f"`{col}`", v.type)
     for field in agg_fields:
         selected.append(F.col(field.col))
         out_fields.append(field)
