@@ -269,4 +269,35 @@ public final class Engine {
         s.number("ttl_ms", 0));
     return timed(input, s.strings("keys"), op, Spec.concat(Spec.select(schema, left), Spec.select(schema, right)), true);
   }
+
+  /**
+   * Lookup join against a database table (stateless). Spec: url, driver, properties
+   * ({name: value}), table, columns (database names), types (their declared Spark types,
+   * a struct), key_columns (positions in columns), keys (input columns holding the key,
+   * cast to the key columns' types), pass (input columns passed on), left_outer, chunk.
+   * Output: the pass columns, then one column per looked-up column (named r0, r1, …).
+   */
+  public static Dataset<Row> lookupJoin(Dataset<Row> input, String json) {
+    Spec s = Spec.parse(json);
+    StructType schema = input.schema();
+    java.util.Properties properties = new java.util.Properties();
+    for (String name : s.strings("property_names")) {
+      properties.setProperty(name, s.get("properties").text(name));
+    }
+    StructType types = (StructType) s.type("types");
+    List<String> keyColumns = s.strings("key_columns");
+    int[] keyColumnAt = new int[keyColumns.size()];
+    for (int i = 0; i < keyColumnAt.length; i++) {
+      keyColumnAt[i] = Integer.parseInt(keyColumns.get(i));
+    }
+    LookupJoin join = new LookupJoin(s.text("url"), s.text("driver", null), properties, s.text("table"),
+        s.strings("columns"), types, keyColumnAt, Spec.indices(schema, s.strings("keys")),
+        Spec.indices(schema, s.strings("pass")), s.flag("left_outer"), (int) s.number("chunk", 1000));
+    StructType out = Spec.select(schema, s.strings("pass"));
+    for (int i = 0; i < types.length(); i++) {
+      out = out.add("r" + i, types.fields()[i].dataType(), true);
+    }
+    return input.mapPartitions((org.apache.spark.api.java.function.MapPartitionsFunction<Row, Row>) join::apply,
+        Encoders.row(out));
+  }
 }
