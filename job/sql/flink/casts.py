@@ -158,8 +158,10 @@ def approximate_to_integer(sql: str, src: LogicalType, to: LogicalType) -> str:
 TIMESTAMP_TEXT = (r"^([0-9]{4})-([0-9]{1,2})-([0-9]{1,2})"
                   r"( [0-9]{1,2}:[0-9]{1,2}:[0-9]{1,2}(\.[0-9]{0,9})?)?$")
 # … and as a DATE (DateTimeUtils.parseDate): the text up to a blank that is not its first
-# character, three numbers with blanks allowed around each, a valid date.
-DATE_TEXT = r"^[\x00-\x20]*([0-9]+)[\x00-\x20]*-[\x00-\x20]*([0-9]+)[\x00-\x20]*-[\x00-\x20]*([0-9]+)[\x00-\x20]*$"
+# character: a year, a year and month, or a year, month and day (the missing ones are 1),
+# with blanks allowed around each number; a valid date.
+DATE_TEXT = (r"^[\x00-\x20]*([0-9]{1,4})[\x00-\x20]*(-[\x00-\x20]*([0-9]+)[\x00-\x20]*"
+             r"(-[\x00-\x20]*([0-9]+)[\x00-\x20]*)?)?$")
 
 
 def parse_timestamp(sql: str, safe: bool = True) -> str:
@@ -197,7 +199,8 @@ def parse_date(sql: str, safe: bool = True) -> str:
         def part(n: int) -> str:
             return f"regexp_extract({cut}, {pattern}, {n})"
 
-        text = f"concat(lpad({part(1)}, 4, '0'), '-', lpad({part(2)}, 2, '0'), '-', lpad({part(3)}, 2, '0'))"
+        month, day = f"IF({part(3)} = '', '1', {part(3)})", f"IF({part(5)} = '', '1', {part(5)})"
+        text = f"concat(lpad({part(1)}, 4, '0'), '-', lpad({month}, 2, '0'), '-', lpad({day}, 2, '0'))"
         bad = "NULL" if safe else f"raise_error(concat('Invalid DATE text: ', {v}))"
         parsed = f"try_to_date({text}, 'yyyy-MM-dd')"
         if not safe:

@@ -251,8 +251,8 @@ def wrap_integer(sql: str, type_: LogicalType) -> str:
     bits = _BITS[type_.name]
     half, full = 2 ** (bits - 1), 2 ** bits
     spark = type_.spark
-    if bits < 64:
-        return f"CAST(pmod(({sql}) + {half}L, {full}L) - {half}L AS {spark})"
+    if bits < 64:  # the low bits as a signed number: ((x & mask) ^ half) - half, never overflowing
+        return f"CAST(((CAST({sql} AS BIGINT) & {full - 1}L) ^ {half}L) - {half}L AS {spark})"
     return (f"CAST(pmod(CAST({sql} AS DECIMAL(38, 0)) + CAST({half} AS DECIMAL(38, 0)), "
             f"CAST({full} AS DECIMAL(38, 0))) - CAST({half} AS DECIMAL(38, 0)) AS BIGINT)")
 

@@ -12,4 +12,4 @@ CATEGORY = "conversion"
 @scalar("TYPEOF", CATEGORY, "TYPEOF(input)", "The Flink type of INPUT, as text (e.g. 'INT NOT NULL').")
 def typeof(call):
     x = call.args(1, 2)[0]
-    return Typed(spark_string(x.type.summary()), STRING_TYPE.nullable_as(False))
+    return Typed(spark_string(x.type.summary()), STRING_TYPE.nullable_as(True))

@@ -117,7 +117,9 @@ def unix_timestamp(call):
               f"try_to_timestamp({args[0].sql}, {_format_arg(call, 1)})")
     # Flink answers Long.MIN_VALUE for a string that does not parse; its seconds are the
     # milliseconds divided by 1000, truncated (before 1970: rounded up).
-    return Typed(f"coalesce(unix_millis(to_utc_timestamp({parsed}, {zone(call.tr)})) div 1000, "
+    instant = standard_time_instant(parsed, zone(call.tr)) if len(args) == 1 else \
+        f"to_utc_timestamp({parsed}, {zone(call.tr)})"
+    return Typed(f"coalesce(unix_millis({instant}) div 1000, "
                  f"IF({args[0].sql} IS NULL, NULL, -9223372036854775808L))", BIGINT_TYPE.nullable_as(True))
 
 
@@ -137,7 +139,7 @@ def convert_tz(call):
     for i in range(3):
         call.need(i, "string")
     parsed = read_default(value.sql)
-    moved = f"from_utc_timestamp(to_utc_timestamp({parsed}, {src.sql}), {dst.sql})"
+    moved = f"from_utc_timestamp({standard_time_instant(parsed, src.sql)}, {dst.sql})"
     return Typed(f"date_format({moved}, '{DEFAULT_FORMAT}')", STRING_TYPE.nullable_as(True))
 
 
@@ -267,10 +269,22 @@ def ceil_floor_time(call, fn: str) -> Typed:
     else:
         out = floored
     if value.type.name == "TIMESTAMP_LTZ":
-        out = f"to_utc_timestamp({out}, {zone(call.tr)})"
+        # Flink moves the instant by the local time's offset, rounds, and moves it back by
+        # that same offset (not the offset in force at the rounded time, which differs
+        # across a daylight-saving change).
+        out = f"({value.sql} + ({out} - {local}))"
     elif value.type.name == "DATE":
         out = f"CAST({out} AS DATE)"
     return Typed(out, value.type)
+
+
+def standard_time_instant(local: str, zone_sql: str) -> str:
+    """The instant of a local wall-clock time as java.util's calendar reads it: a time that
+    happens twice (the hour a daylight-saving change repeats) is taken as the later one,
+    standard time (Spark's to_utc_timestamp takes the earlier)."""
+    earlier = f"to_utc_timestamp({local}, {zone_sql})"
+    later = f"({earlier} + INTERVAL 1 HOUR)"
+    return f"IF(from_utc_timestamp({later}, {zone_sql}) = {local}, {later}, {earlier})"
 
 
 # --------------------------------------------------------------------------- now
