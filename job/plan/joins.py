@@ -39,6 +39,32 @@ def plan_join(planner, left: Rel, node: exp.Join) -> Rel:
     return regular_join(planner, left, right, node)
 
 
+def is_cross(node: exp.Join) -> bool:
+    """``FROM a, b`` or ``a CROSS JOIN b``: a join without a condition of its own."""
+    return node.args.get("on") is None and not node.args.get("using") and \
+        (node.args.get("kind") or "").lower() in ("", "cross") and not node.args.get("side")
+
+
+def with_where_conditions(planner, left: Rel, node: exp.Join, where: list) -> exp.Join:
+    """``node`` with the WHERE conditions that compare its two sides as its ON clause
+    (when one of them is an equality: an equi-join), taken out of ``where``."""
+    def sides(cond) -> set:
+        # A column the left relation does not know is the joined table's (or unknown,
+        # which planning the join reports as it would in WHERE).
+        return {"left" if left.refers_only_to(col) else "right" for col in cond.find_all(exp.Column)}
+
+    both = [c for c in where if sides(c) == {"left", "right"}
+            and not any(True for _ in c.find_all(exp.Subquery, exp.Exists, exp.Select))]
+    if not any(isinstance(c, exp.EQ) for c in both):
+        return node
+    for c in both:
+        where.remove(c)
+    joined = node.copy()
+    joined.set("kind", None)
+    joined.set("on", exp.and_(*[c.copy() for c in both]) if len(both) > 1 else both[0].copy())
+    return joined
+
+
 def on_text(planner, pairs) -> str:
     return ", ".join(planner.current.flink_sql(a) + " = " + planner.current.flink_sql(b) for a, b in pairs)
 
@@ -164,6 +190,8 @@ def regular_join(planner, left: Rel, right: Rel, node: exp.Join) -> Rel:
 
     lp, rp = join_input(planner, left, lkeys, 0, left_gate), join_input(planner, right, rkeys, 1, right_gate)
     upsert_sides = tuple(side for side, fused in ((0, fuse_left), (1, fuse_right)) if fused)
+    unique_sides = tuple(side for side, rel_, plain in ((0, left, lplain), (1, right, rplain))
+                         if rel_.unique_key is not None and rel_.unique_key <= plain)
     # Rows that cannot match (NULL key) need no state: an outer side passes them through
     # padded with NULLs, an inner side drops them.
     passthrough = []
@@ -177,7 +205,8 @@ def regular_join(planner, left: Rel, right: Rel, node: exp.Join) -> Rel:
                for lc, rc in zip(lcols, rcols)]
     pending = PendingJoin(
         inputs=[lp, rp], schemas=[engine.schema_of(left), engine.schema_of(right)], kinds=[kind],
-        upsert_sides=upsert_sides, key_types=key_types, anchors=anchors, passthrough=passthrough,
+        upsert_sides=upsert_sides, unique_sides=unique_sides, key_types=key_types, anchors=anchors,
+        passthrough=passthrough,
         schema=joined_schema(left, right), extendable=one_key and all(c in left.cols() for c in lcols))
     key = join_key(left, right, kind, lplain, rplain)
     steps = left.steps + right.steps + [
@@ -203,6 +232,8 @@ def extend_join(planner, left: Rel, right: Rel, kind: str, rkeys, rcols: list, f
     extended = replace(
         pending, inputs=pending.inputs + [rows], schemas=pending.schemas + [engine.schema_of(right)],
         kinds=pending.kinds + [kind], upsert_sides=pending.upsert_sides + ((side,) if fuse_right else ()),
+        unique_sides=pending.unique_sides + ((side,) if right.unique_key is not None
+                                            and right.unique_key <= rplain else ()),
         anchors=anchors, schema=joined_schema(left, right),
         # Input 0's NULL-key rows are emitted padded only while every join is LEFT.
         passthrough=pending.passthrough if kind == "left" else [])
@@ -261,7 +292,8 @@ def settle_join(planner, rel: Rel) -> Rel:
             padded = binary and kind in ("right", "full")
         else:
             padded = pending.kinds[i - 1] in ("left", "full")
-        sides.append({"columns": schema.fieldNames(), "padded": padded, "upsert": i in pending.upsert_sides})
+        sides.append({"columns": schema.fieldNames(), "padded": padded, "upsert": i in pending.upsert_sides,
+                      "unique": i in pending.unique_sides})
     keys = [f"__k{i}" for i in range(len(pending.key_types))]
     joined = engine.join(planner, matched, keys, sides)
     columns = [c for schema in pending.schemas for c in schema.fieldNames()]

@@ -21,7 +21,7 @@ from sqlglot import exp
 
 from job.catalog import Catalog
 from job.errors import PipelineError
-from job.plan.relation import NET, SIGN, Field, Rel, RelScope, output_name
+from job.plan.relation import NET, SIGN, Field, Rel, RelScope, conjuncts, output_name
 from job.sql.flink.dialect import WindowTVF
 from job.sql.flink.functions import is_aggregate
 from job.sql.flink.query import Query
@@ -122,10 +122,11 @@ class Planner:
                 for cond in rest:
                     rel = subqueries.plan_where(self, rel, cond)
             else:
-                rel = self.from_clause(from_.this, node.args.get("joins") or [])
                 where = node.args.get("where")
-                if where is not None:
-                    rel = subqueries.plan_where(self, rel, where.this)
+                pending = conjuncts(where.this) if where is not None else []
+                rel = self.from_clause(from_.this, node.args.get("joins") or [], pending)
+                if pending:
+                    rel = subqueries.plan_where(self, rel, exp.and_(*pending) if len(pending) > 1 else pending[0])
             if aggregates.is_aggregating(node):
                 rel = aggregates.plan_aggregate(self, rel, node)
             elif any(isinstance(w, exp.Window) for item in node.expressions for w in item.find_all(exp.Window)):
@@ -156,11 +157,16 @@ class Planner:
                              hint="write one INSERT per grouping")
 
     # ------------------------------------------------------------------ FROM
-    def from_clause(self, first: exp.Expression, joins: list) -> Rel:
+    def from_clause(self, first: exp.Expression, joins: list, where: Optional[list] = None) -> Rel:
+        """The FROM clause's relations joined. ``where``: the WHERE clause's conditions; a
+        join without ON (``FROM a, b`` or ``CROSS JOIN``) takes the ones that compare its
+        two sides, as Flink's optimizer moves them into the join (they leave ``where``)."""
         from job.plan import joins as join_planner
 
         rel = self.relation(first)
         for join in joins:
+            if where and join_planner.is_cross(join) and isinstance(join.this, (exp.Table, exp.Subquery)):
+                join = join_planner.with_where_conditions(self, rel, join, where)
             rel = join_planner.plan_join(self, rel, join)
         return self.settle(rel)
 

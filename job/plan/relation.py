@@ -48,6 +48,7 @@ class PendingJoin:
     schemas: list                # per input: StructType of its columns (to decode its rows)
     kinds: list[str]             # kinds[i - 1]: 'inner' or 'left', joining input i
     upsert_sides: tuple          # inputs normalized inside the operator (upserts keyed by the join key)
+    unique_sides: tuple          # inputs with at most one row per join key (their unique key is in it)
     key_types: list              # per key part: the Flink type every input's key is cast to
     anchors: list[set]           # per key part: cols that hold the key in every output row
     passthrough: list            # (side, DataFrame): NULL-key rows an outer join emits padded, statelessly

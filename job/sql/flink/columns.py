@@ -13,20 +13,28 @@ from sqlglot import exp
 
 from job.errors import Origin
 from job.sql.flink.query import parse_query
-from job.sql.flink.translate import Scope, Settings, Translator, Typed
+from job.sql.flink.translate import Scope, Settings, Translator, Typed, field_access
 from job.sql.types import LogicalType, logical_type, timestamp
 
 
 class _TableScope(Scope):
+    """Names in a computed column: the table's physical and metadata columns, and fields
+    of its ROW columns (``person.dateTime`` is field ``dateTime`` of column ``person``)."""
+
     def __init__(self, table) -> None:
         self.table = table
+        self.translator = None
 
     def column(self, node: exp.Column) -> Typed:
-        col = self.table.column(node.name)
+        parts = [p.name for p in node.parts]
+        col = self.table.column(parts[0])
         if col is None or col.kind == "computed":
             what = "another computed column" if col is not None else "not a column of the table"
-            raise PipelineError_(node, f"'{node.name}' in a computed column of '{self.table.name}' is {what}")
-        return Typed(f"`{col.name}`", logical_type(col.flink_type))
+            raise PipelineError_(node, f"'{parts[0]}' in a computed column of '{self.table.name}' is {what}")
+        value = Typed(f"`{col.name}`", logical_type(col.flink_type))
+        for name in parts[1:]:
+            value = field_access(self.translator, value, name, node)
+        return value
 
 
 class PipelineError_(Exception):
@@ -57,8 +65,11 @@ def _computed(table, name: str, settings: Settings) -> Typed:
     text = f"SELECT {column.expression} FROM t"
     query = parse_query(text, origin, table.source.text if table.source else None)
     item = query.tree.expressions[0]
+    scope = _TableScope(table)
+    translator = Translator(query, scope, settings)
+    scope.translator = translator
     try:
-        return Translator(query, _TableScope(table), settings).expr(item)
+        return translator.expr(item)
     except PipelineError_ as err:
         raise query.error(err.node, err.message) from None
 

@@ -41,7 +41,9 @@ public final class Engine {
   }
 
   private static Dataset<Row> run(Dataset<Row> input, List<String> keys, Operator op, StructType output) {
-    return grouped(input, keys).transformWithState(op, TimeMode.None(), OutputMode.Append(), Encoders.row(output));
+    // Spark keeps state with a TTL only in processing-time mode (it expires by batch time).
+    TimeMode mode = op.ttl().ttlDuration().isZero() ? TimeMode.None() : TimeMode.ProcessingTime();
+    return grouped(input, keys).transformWithState(op, mode, OutputMode.Append(), Encoders.row(output));
   }
 
   private static StructType signed(StructType... parts) {
@@ -90,7 +92,7 @@ public final class Engine {
 
   /**
    * A regular join of two or more inputs on one key. Spec: keys, sides: [{columns,
-   * padded, upsert}], side, sign, kind, major, minor.
+   * padded, upsert, unique (at most one row per key)}], side, sign, kind, major, minor.
    */
   public static Dataset<Row> join(Dataset<Row> input, String json) {
     Spec s = Spec.parse(json);
@@ -100,14 +102,16 @@ public final class Engine {
     int[][] rowAt = new int[sides.size()][];
     boolean[] padded = new boolean[sides.size()];
     boolean[] upsert = new boolean[sides.size()];
+    boolean[] unique = new boolean[sides.size()];
     for (int i = 0; i < schemas.length; i++) {
       List<String> columns = sides.get(i).strings("columns");
       schemas[i] = Spec.select(schema, columns);
       rowAt[i] = Spec.indices(schema, columns);
       padded[i] = sides.get(i).flag("padded");
       upsert[i] = sides.get(i).flag("upsert");
+      unique[i] = sides.get(i).flag("unique");
     }
-    JoinOp op = new JoinOp(schemas, rowAt, padded, upsert, schema.fieldIndex(s.text("side")),
+    JoinOp op = new JoinOp(schemas, rowAt, padded, upsert, unique, schema.fieldIndex(s.text("side")),
         schema.fieldIndex(s.text("sign")), schema.fieldIndex(s.text("kind")), schema.fieldIndex(s.text("major")),
         schema.fieldIndex(s.text("minor")), s.number("ttl_ms", 0));
     return run(input, s.strings("keys"), op, Spec.concat(signed(schemas), net()));
@@ -203,8 +207,11 @@ public final class Engine {
   /** An event-time operator (timers fire as the watermark passes them). */
   private static Dataset<Row> timed(Dataset<Row> input, List<String> keys, TimedOperator op, StructType output,
                                     boolean eventTime) {
-    return grouped(input, keys).transformWithState(op, eventTime ? TimeMode.EventTime() : TimeMode.None(),
-        OutputMode.Append(), Encoders.row(output));
+    // Spark expires state (TTL) only in processing-time mode: event-time operators get
+    // no TTL (their timers clean their state), the others run in processing time with one.
+    TimeMode mode = eventTime ? TimeMode.EventTime()
+        : op.ttl().ttlDuration().isZero() ? TimeMode.None() : TimeMode.ProcessingTime();
+    return grouped(input, keys).transformWithState(op, mode, OutputMode.Append(), Encoders.row(output));
   }
 
   /** Aggregate calls of a spec as the engine's functions (see {@link #aggregate}). */
@@ -249,7 +256,7 @@ public final class Engine {
     boolean eventTime = s.has("time");
     OverOp op = new OverOp(schema, Spec.indices(schema, s.strings("row")),
         eventTime ? schema.fieldIndex(s.text("time")) : -1, s.flag("rows"), preceding, fns, argAt, defaultAt,
-        s.number("ttl_ms", 0));
+        eventTime ? 0 : s.number("ttl_ms", 0));
     StructType out = Spec.concat(Spec.select(schema, s.strings("row")), results[0]);
     return timed(input, s.strings("keys"), op, out, eventTime);
   }
@@ -265,8 +272,7 @@ public final class Engine {
     List<String> right = s.strings("right");
     TemporalJoinOp op = new TemporalJoinOp(Spec.select(schema, left), Spec.select(schema, right),
         Spec.indices(schema, left), Spec.indices(schema, right), schema.fieldIndex(s.text("side")),
-        schema.fieldIndex(s.text("time")), schema.fieldIndex(s.text("retract")), s.flag("left_outer"),
-        s.number("ttl_ms", 0));
+        schema.fieldIndex(s.text("time")), schema.fieldIndex(s.text("retract")), s.flag("left_outer"), 0);
     return timed(input, s.strings("keys"), op, Spec.concat(Spec.select(schema, left), Spec.select(schema, right)), true);
   }
 

@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Map;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
+import org.apache.spark.sql.streaming.ListState;
 import org.apache.spark.sql.streaming.MapState;
 import org.apache.spark.sql.streaming.ValueState;
 import org.apache.spark.sql.types.StructType;
@@ -40,16 +41,21 @@ final class JoinOp extends Operator {
   private final int[][] rowAt;
   private final boolean[] padded;   // side i stands in as one NULL row while it is empty
   private final boolean[] upsert;   // side i is normalized here
+  private final boolean[] unique;   // side i has at most one row per key: kept as one small list
   private final int sideAt, signAt, kindAt, majorAt, minorAt;
-  private transient Object[] states; // MapState<Row, Long> or ValueState<Row> per side
+  // Per side: ValueState<Row> (fused upsert side), ListState<Row> of (row, count) entries
+  // (a side unique on the join key: one read per key), or MapState<Row, Long> (a side
+  // with any number of rows per key: it grows without rewriting what it holds).
+  private transient Object[] states;
 
-  JoinOp(StructType[] schemas, int[][] rowAt, boolean[] padded, boolean[] upsert, int sideAt, int signAt,
-         int kindAt, int majorAt, int minorAt, long ttlMillis) {
+  JoinOp(StructType[] schemas, int[][] rowAt, boolean[] padded, boolean[] upsert, boolean[] unique, int sideAt,
+         int signAt, int kindAt, int majorAt, int minorAt, long ttlMillis) {
     super(ttlMillis);
     this.schemas = schemas;
     this.rowAt = rowAt;
     this.padded = padded;
     this.upsert = upsert;
+    this.unique = unique;
     this.sideAt = sideAt;
     this.signAt = signAt;
     this.kindAt = kindAt;
@@ -61,15 +67,25 @@ final class JoinOp extends Operator {
   void open() {
     states = new Object[schemas.length];
     for (int i = 0; i < schemas.length; i++) {
-      states[i] = upsert[i]
-          ? getHandle().getValueState("side" + i, Encoders.row(schemas[i]), ttl())
-          : getHandle().getMapState("side" + i, Encoders.row(schemas[i]), Encoders.LONG(), ttl());
+      if (upsert[i]) {
+        states[i] = getHandle().getValueState("side" + i, Encoders.row(schemas[i]), ttl());
+      } else if (unique[i]) {
+        StructType entry = new StructType().add("row", schemas[i]).add("n", org.apache.spark.sql.types.DataTypes.LongType);
+        states[i] = getHandle().getListState("side" + i, Encoders.row(entry), ttl());
+      } else {
+        states[i] = getHandle().getMapState("side" + i, Encoders.row(schemas[i]), Encoders.LONG(), ttl());
+      }
     }
   }
 
   @SuppressWarnings("unchecked")
   private MapState<Row, Long> multiset(int side) {
     return (MapState<Row, Long>) states[side];
+  }
+
+  @SuppressWarnings("unchecked")
+  private ListState<Row> entries(int side) {
+    return (ListState<Row>) states[side];
   }
 
   @SuppressWarnings("unchecked")
@@ -119,12 +135,21 @@ final class JoinOp extends Operator {
       before.add(rowsOfSide);
     }
     for (int i = 0; i < n; i++) {
-      if (!upsert[i] && (!deltas.get(i).isEmpty() || needsRows(i, deltas))) {
-        scala.collection.Iterator<Tuple2<Row, Long>> it = multiset(i).iterator();
+      if (upsert[i] || (deltas.get(i).isEmpty() && !needsRows(i, deltas))) {
+        continue;
+      }
+      if (unique[i]) {
+        scala.collection.Iterator<Row> it = entries(i).get();
         while (it.hasNext()) {
-          Tuple2<Row, Long> entry = it.next();
-          before.get(i).put(entry._1(), entry._2());
+          Row entry = it.next();
+          before.get(i).put(entry.getStruct(0), entry.getLong(1));
         }
+        continue;
+      }
+      scala.collection.Iterator<Tuple2<Row, Long>> it = multiset(i).iterator();
+      while (it.hasNext()) {
+        Tuple2<Row, Long> entry = it.next();
+        before.get(i).put(entry._1(), entry._2());
       }
     }
     List<Map<Row, Long>> after = new ArrayList<>(n);
@@ -164,6 +189,21 @@ final class JoinOp extends Operator {
             single(i).clear();
           } else {
             single(i).update(now);
+          }
+        }
+        continue;
+      }
+      if (unique[i]) {
+        if (!deltas.get(i).isEmpty()) {
+          Row[] kept = new Row[after.get(i).size()];
+          int k = 0;
+          for (Map.Entry<Row, Long> e : after.get(i).entrySet()) {
+            kept[k++] = row(new Object[] {e.getKey(), e.getValue()});
+          }
+          if (kept.length == 0) {
+            entries(i).clear();
+          } else {
+            entries(i).put(kept);
           }
         }
         continue;
