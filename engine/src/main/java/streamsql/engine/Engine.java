@@ -41,9 +41,7 @@ public final class Engine {
   }
 
   private static Dataset<Row> run(Dataset<Row> input, List<String> keys, Operator op, StructType output) {
-    // Spark keeps state with a TTL only in processing-time mode (it expires by batch time).
-    TimeMode mode = op.ttl().ttlDuration().isZero() ? TimeMode.None() : TimeMode.ProcessingTime();
-    return grouped(input, keys).transformWithState(op, mode, OutputMode.Append(), Encoders.row(output));
+    return grouped(input, keys).transformWithState(op, TimeMode.None(), OutputMode.Append(), Encoders.row(output));
   }
 
   private static StructType signed(StructType... parts) {
@@ -207,10 +205,10 @@ public final class Engine {
   /** An event-time operator (timers fire as the watermark passes them). */
   private static Dataset<Row> timed(Dataset<Row> input, List<String> keys, TimedOperator op, StructType output,
                                     boolean eventTime) {
-    // Spark expires state (TTL) only in processing-time mode: event-time operators get
-    // no TTL (their timers clean their state), the others run in processing time with one.
-    TimeMode mode = eventTime ? TimeMode.EventTime()
-        : op.ttl().ttlDuration().isZero() ? TimeMode.None() : TimeMode.ProcessingTime();
+    // No TTL here: Spark expires state only in processing-time mode, whose operators run
+    // a batch after every batch (a --once run would never end); the event-time
+    // operators' timers clean their state instead.
+    TimeMode mode = eventTime ? TimeMode.EventTime() : TimeMode.None();
     return grouped(input, keys).transformWithState(op, mode, OutputMode.Append(), Encoders.row(output));
   }
 
@@ -255,8 +253,7 @@ public final class Engine {
     }
     boolean eventTime = s.has("time");
     OverOp op = new OverOp(schema, Spec.indices(schema, s.strings("row")),
-        eventTime ? schema.fieldIndex(s.text("time")) : -1, s.flag("rows"), preceding, fns, argAt, defaultAt,
-        eventTime ? 0 : s.number("ttl_ms", 0));
+        eventTime ? schema.fieldIndex(s.text("time")) : -1, s.flag("rows"), preceding, fns, argAt, defaultAt, 0);
     StructType out = Spec.concat(Spec.select(schema, s.strings("row")), results[0]);
     return timed(input, s.strings("keys"), op, out, eventTime);
   }
