@@ -136,6 +136,12 @@ def top_n(planner, inner: exp.Select, position: int, window: exp.Window, alias: 
         default = not o.args.get("desc")  # Flink: NULLs first ascending, last descending
         if nulls_first is not None and bool(nulls_first) != default:
             raise planner.error(o, "NULLS FIRST / NULLS LAST against Flink's default order is not supported yet")
+    from job.plan import window_rank
+
+    windowed = window_rank.plan_window_rank(planner, rel, partition, pcols, visible, order_fields, descending,
+                                            function, lower, upper, shows_rank, alias, order)
+    if windowed is not None:  # ranked by window: Flink's window Top-N (append-only)
+        return windowed
     time_order = len(order_fields) == 1 and order_fields[0].time in ("proctime", "rowtime")
     dedup = function == "row_number" and lower == upper == 1 and time_order
     keep_first_by_arrival = dedup and order_fields[0].time == "proctime" and not descending[0]

@@ -135,6 +135,7 @@ def assign_windows(planner, rel: Rel, window: Window, time_field: Field, window_
     from pyspark.sql import functions as F
 
     window.struct_col = planner.fresh("_w")
+    waits(planner, window.size_ms)  # whatever reads the windows may wait for their end
     time_col = F.col(f"`{time_field.col}`")
     metadata = rel.df.schema[time_field.col].metadata
     if window.kind == "TUMBLE":

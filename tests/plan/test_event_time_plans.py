@@ -47,6 +47,13 @@ def dry_run(query: str) -> tuple[int, str]:
      "DESCRIPTOR(ts), INTERVAL '1' MINUTE, INTERVAL '5' MINUTE))", "cumulate windows on ts"),
     ("SELECT uid, CAST(window_start AS STRING), CAST(COUNT(*) AS STRING) FROM TABLE(TUMBLE(TABLE orders, "
      "DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY window_start, window_end, ROLLUP (uid)", "grouping sets"),
+    ("SELECT uid, CAST(id AS STRING), '' FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end "
+     "ORDER BY amount DESC) AS rn FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE))) WHERE rn <= 3",
+     "[engine: windowRank"),
+    ("SELECT L.uid, CAST(R.sid AS STRING), '' FROM (SELECT * FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), "
+     "INTERVAL '1' MINUTE))) L FULL JOIN (SELECT * FROM TABLE(TUMBLE(TABLE ships, DESCRIPTOR(sts), INTERVAL '1' "
+     "MINUTE))) R ON L.uid = R.uid AND L.window_start = R.window_start AND L.window_end = R.window_end",
+     "[engine: windowJoin"),
 ])
 def test_explain_names_the_operator(spark, query, operator):
     code, text = dry_run(query)
@@ -72,6 +79,10 @@ def test_explain_names_the_operator(spark, query, operator):
      "primary key [currency] must be included"),
     ("SELECT o.uid, '', '' FROM orders o JOIN ships FOR SYSTEM_TIME AS OF o.p AS s ON o.uid = s.uid", "o.p AS s",
      "not a 'jdbc' table"),
+    ("SELECT L.uid, '', '' FROM (SELECT * FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE))) L "
+     "LEFT JOIN (SELECT * FROM TABLE(TUMBLE(TABLE ships, DESCRIPTOR(sts), INTERVAL '1' MINUTE))) R ON L.uid = R.uid "
+     "AND L.window_start = R.window_start AND L.window_end = R.window_end AND L.id < R.sid", "L.id < R.sid",
+     "in a LEFT window join is not supported yet"),
     ("SELECT uid, '', CAST(COUNT(*) AS STRING) FROM TABLE(TUMBLE(TABLE users, DESCRIPTOR(score), "
      "INTERVAL '1' MINUTE)) GROUP BY uid, window_start, window_end", "score)", "is not a time attribute"),
 ])

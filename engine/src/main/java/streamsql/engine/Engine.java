@@ -303,4 +303,47 @@ public final class Engine {
     return input.mapPartitions((org.apache.spark.api.java.function.MapPartitionsFunction<Row, Row>) join::apply,
         Encoders.row(out));
   }
+
+  /**
+   * Window Top-N / deduplication. Spec: keys (partition, with the window), row, sort:
+   * [{column, descending, nulls_first}], time (window end − 1 ms), lower, upper,
+   * show_rank. Output: row columns (and __rnk); append-only.
+   */
+  public static Dataset<Row> windowRank(Dataset<Row> input, String json) {
+    Spec s = Spec.parse(json);
+    StructType schema = input.schema();
+    List<Spec> sort = s.list("sort");
+    int[] sortAt = new int[sort.size()];
+    boolean[] descending = new boolean[sort.size()];
+    boolean[] nullsFirst = new boolean[sort.size()];
+    for (int i = 0; i < sortAt.length; i++) {
+      sortAt[i] = schema.fieldIndex(sort.get(i).text("column"));
+      descending[i] = sort.get(i).flag("descending");
+      nullsFirst[i] = sort.get(i).flag("nulls_first");
+    }
+    boolean showRank = s.flag("show_rank");
+    WindowRankOp op = new WindowRankOp(schema, Spec.indices(schema, s.strings("row")), sortAt, descending, nullsFirst,
+        schema.fieldIndex(s.text("time")), s.number("lower", 1), s.number("upper", Long.MAX_VALUE), showRank);
+    StructType out = Spec.select(schema, s.strings("row"));
+    if (showRank) {
+      out = out.add("__rnk", DataTypes.LongType, true);
+    }
+    return timed(input, s.strings("keys"), op, out, true);
+  }
+
+  /**
+   * Window join. Spec: keys (join keys with the window bounds), left, right (columns),
+   * side, time (window end − 1 ms), pad_left, pad_right. Output: left and right columns;
+   * append-only.
+   */
+  public static Dataset<Row> windowJoin(Dataset<Row> input, String json) {
+    Spec s = Spec.parse(json);
+    StructType schema = input.schema();
+    List<String> left = s.strings("left");
+    List<String> right = s.strings("right");
+    WindowJoinOp op = new WindowJoinOp(Spec.select(schema, left), Spec.select(schema, right),
+        Spec.indices(schema, left), Spec.indices(schema, right), schema.fieldIndex(s.text("side")),
+        schema.fieldIndex(s.text("time")), s.flag("pad_left"), s.flag("pad_right"));
+    return timed(input, s.strings("keys"), op, Spec.concat(Spec.select(schema, left), Spec.select(schema, right)), true);
+  }
 }

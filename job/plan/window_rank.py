@@ -1,0 +1,53 @@
+"""Window Top-N and window deduplication: ``ROW_NUMBER() OVER (PARTITION BY
+window_start, window_end, … ORDER BY …)`` kept to a range of ranks, over a window
+table function's rows or a window aggregation's.
+
+Flink ranks a window's rows once the watermark passes the window's end, emits the rows
+in the range once (an append-only result) and forgets the window. A Top-N whose
+partition holds both window bounds runs that way here too, in the engine's
+``windowRank`` operator (engine/…/WindowRankOp.java); any other Top-N is the regular,
+updating one (job.plan.ranking).
+"""
+from __future__ import annotations
+
+from sqlglot import exp
+
+from job.plan import engine
+from job.plan.event_time import waits, without_event_time
+from job.plan.relation import Field, Rel
+from job.sql.types import BIGINT_TYPE
+
+
+def plan_window_rank(planner, rel: Rel, partition: list, pcols: list, visible: list, order_fields: list,
+                     descending: tuple, function: str, lower: int, upper: int, shows_rank: bool, alias: str,
+                     order: exp.Order):
+    """The window Top-N, planned; None when the ranking is not over windows."""
+    from pyspark.sql import functions as F
+
+    names = {p.name.lower(): col for p, col in zip(partition, pcols) if isinstance(p, exp.Column)}
+    if function != "row_number" or not rel.append_only or not {"window_start", "window_end"} <= set(names):
+        return None
+    end = rel.field_of(names["window_end"])
+    if end.type.name != "TIMESTAMP":
+        return None
+    rows = [f.col for f in visible]
+    sort_cols = [f.col for f in order_fields]
+    wanted = list(dict.fromkeys(rows + pcols + sort_cols))
+    df = without_event_time(rel.df).select(*[F.col(f"`{c}`") for c in wanted],
+                                           (F.expr(f"unix_millis(`{end.col}`)") - 1).alias("__t"))
+    sort = [{"column": c, "descending": d, "nulls_first": not d} for c, d in zip(sort_cols, descending)]
+    spec = {"keys": pcols, "row": rows, "sort": sort, "time": "__t", "lower": lower, "upper": upper,
+            "show_rank": shows_rank}
+    ranked = engine.call(planner, "windowRank", df, spec)
+    waits(planner, 0)
+    fields = list(visible)
+    selected = [F.col(f"`{c}`") for c in rows]
+    if shows_rank:
+        rank_col = planner.fresh()
+        fields.append(Field(alias, None, rank_col, BIGINT_TYPE.nullable_as(False)))
+        selected.append(F.col("__rnk").alias(rank_col))
+    what = "window deduplication" if upper == 1 and lower == 1 else f"window top {upper}"
+    step = (f"{what} by row_number() over ({', '.join(planner.current.flink_sql(p) for p in partition)}) order by "
+            f"{', '.join(planner.current.flink_sql(o) for o in order.expressions)} [engine: windowRank; a window's "
+            "rows are ranked once the watermark passes its end]")
+    return Rel(ranked.select(*selected), fields, True, None, rel.steps + [step], computed=rel.computed)
