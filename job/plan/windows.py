@@ -119,13 +119,66 @@ def plan_window_tvf(planner, node: WindowTVF) -> Rel:
                             "rowtime" if name == "window_time" else None))
     fields = [f.requalified(alias) if alias else f for f in fields]
     window_fields = {f.name: f for f in fields[-3:]}
-    df, steps = rel.df, rel.steps
-    if node.this != "SESSION":
+    if node.this == "SESSION" and _aggregated_by_window(node):
+        # Spark's session-window aggregation computes the sessions itself, after the
+        # query's WHERE (Flink, too, assigns sessions to the rows its filters keep).
+        return Rel(rel.df, fields, rel.append_only, steps=rel.steps, window=window, window_fields=window_fields)
+    if node.this == "SESSION":
+        if not rel.append_only:
+            raise planner.error(node, "SESSION windows over an input with updates and deletes are not supported yet")
+        # Sessions of all the input's rows: a WHERE of this query filters the rows after
+        # (as in Flink; only a window aggregation assigns sessions to filtered rows).
+        df = session_windows(planner, rel, window, time_field, window_fields)
+        steps = rel.steps + [f"session windows on {time_field.name} [engine: sessionRows; a session's rows wait until "
+                             "the watermark passes its end, then come out with window_start, window_end, window_time]"]
+    else:
         df = assign_windows(planner, rel, window, time_field, window_fields)
-        steps = steps + [f"{node.this.lower()} windows on {time_field.name}: window_start, window_end, window_time "
-                         "added to each row [stateless]"]
-    return Rel(df, fields, rel.append_only, rel.unique_key if node.this == "TUMBLE" else None, steps,
+        steps = rel.steps + [f"{node.this.lower()} windows on {time_field.name}: window_start, window_end, "
+                             "window_time added to each row [stateless]"]
+    return Rel(df, fields, rel.append_only, rel.unique_key if node.this in ("TUMBLE", "SESSION") else None, steps,
                window=window, window_fields=window_fields)
+
+
+def _aggregated_by_window(node: WindowTVF) -> bool:
+    """Is the TVF the FROM of a SELECT that groups by its window?"""
+    from job.plan.aggregates import is_aggregating
+
+    select = node.find_ancestor(exp.Select)
+    if select is None or not is_aggregating(select) or select.args.get("group") is None:
+        return False
+    from_ = select.args.get("from_") or select.args.get("from")
+    if from_ is None or from_.this is not node or select.args.get("joins"):
+        return False
+    names = {g.name.lower() for g in select.args["group"].expressions if isinstance(g, exp.Column)}
+    return {"window_start", "window_end"} <= names
+
+
+def session_windows(planner, rel: Rel, window: Window, time_field: Field, window_fields: dict):
+    """Each row with its session window (the engine's sessionRows), emitted once the
+    session is complete; the window as a struct marked as the event time, as for the
+    other windows, so Spark's aggregation can group by it."""
+    from pyspark.sql import functions as F
+
+    from job.plan import engine
+    from job.plan.event_time import without_event_time
+
+    metadata = rel.df.schema[time_field.col].metadata
+    tr = planner.translator(rel, "PARTITION BY")
+    keys = [tr.expr(p) for p in window.partition]
+    staged = rel.df.select(*[F.expr(k.sql).alias(f"__k{i}") for i, k in enumerate(keys)],
+                           *[F.col(f"`{c}`") for c in rel.cols()],
+                           F.expr(f"unix_millis(`{time_field.col}`)").alias("__t"))
+    out = engine.call(planner, "sessionRows", without_event_time(staged),
+                      {"keys": [f"__k{i}" for i in range(len(keys))], "row": rel.cols(), "time": "__t",
+                       "gap_ms": window.gap_ms})
+    waits(planner, window.gap_ms)
+    window.struct_col = planner.fresh("_w")
+    struct = F.struct(F.expr("timestamp_millis(__start)").alias("start"), F.expr("timestamp_millis(__end)").alias("end"))
+    df = out.select(*[F.col(f"`{c}`") for c in rel.cols()], struct.alias(window.struct_col, metadata=metadata or None))
+    w = F.col(window.struct_col)
+    columns = {"window_start": w["start"], "window_end": w["end"],
+               "window_time": w["end"] - F.expr("INTERVAL 1 MILLISECOND")}
+    return df.select("*", *[columns[name].alias(f.col) for name, f in window_fields.items()])
 
 
 def assign_windows(planner, rel: Rel, window: Window, time_field: Field, window_fields: dict):

@@ -346,4 +346,18 @@ public final class Engine {
         schema.fieldIndex(s.text("time")), s.flag("pad_left"), s.flag("pad_right"));
     return timed(input, s.strings("keys"), op, Spec.concat(Spec.select(schema, left), Spec.select(schema, right)), true);
   }
+
+  /**
+   * The rows of a SESSION window table function. Spec: keys (the PARTITION BY columns),
+   * row, time (ms), gap_ms. Output: row columns, __start, __end (ms); append-only.
+   */
+  public static Dataset<Row> sessionRows(Dataset<Row> input, String json) {
+    Spec s = Spec.parse(json);
+    StructType schema = input.schema();
+    SessionOp op = new SessionOp(schema, Spec.indices(schema, s.strings("row")), schema.fieldIndex(s.text("time")),
+        s.number("gap_ms", 0));
+    StructType out = Spec.select(schema, s.strings("row")).add("__start", DataTypes.LongType, true)
+        .add("__end", DataTypes.LongType, true);
+    return timed(input, s.strings("keys"), op, out, true);
+  }
 }
