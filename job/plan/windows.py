@@ -1,11 +1,21 @@
 """Event-time windows: the window table functions (TUMBLE, HOP, CUMULATE, SESSION) and
 Flink's legacy group windows (``GROUP BY TUMBLE(ts, …)``).
 
+A window TVF is a relation of its input's rows with their windows: TUMBLE, HOP and
+CUMULATE add the window columns to each row (one row per window it belongs to), so the
+TVF can be selected, filtered, ranked (job.plan.window_rank) and joined
+(job.plan.window_join) like any relation; SESSION windows depend on the rows around a
+row, so their rows come from the engine's sessionRows operator once a session is
+complete. The window of each row is also kept as a struct column marked as the event
+time, which Spark's aggregation groups by.
+
 A window aggregation over an append-only input runs on Spark's own windowed streaming
 aggregation: each window is emitted once, when the watermark passes its end (Flink's
-window aggregate is append-only too). At the end of a bounded input (``--once``) the run
-advances event time past every window, so every window closes, as Flink's bounded
-sources do (see :mod:`job.run.end_of_input`).
+window aggregate is append-only too); GROUPING SETS / ROLLUP / CUBE too
+(job.plan.window_grouping). At the end of a bounded input (``--once``) the run advances
+event time past every window, so every window closes, as Flink's bounded sources do (see
+:mod:`job.run.end_of_input`). A window aggregation of a changelog is refused: a
+changelog source has no watermark in Spark here, and its windows would never close.
 
 Window columns follow Flink: ``window_start``, ``window_end`` (TIMESTAMP(3)) and
 ``window_time`` (``window_end`` − 1 ms, a time attribute).
@@ -289,83 +299,10 @@ def plan_window_aggregate(planner, rel: Rel, node: exp.Select) -> Rel:
                             hint="GROUP BY window_start, window_end[, other keys]")
     plain = [k for k in keys if not isinstance(k, (exp.GroupingSets, exp.Rollup, exp.Cube))]
     if len(plain) < len(keys):
+        from job.plan.window_grouping import grouping_sets_aggregate
+
         return grouping_sets_aggregate(planner, rel, node, window, keys)
     return window_aggregate(planner, rel, node, window, keys, rel.window_fields, {})
-
-
-def grouping_sets(planner, keys: list) -> tuple[list, list]:
-    """GROUP BY keys with GROUPING SETS / ROLLUP / CUBE → (every key expression, the
-    grouping sets as sets of indexes into it)."""
-    from itertools import combinations, product
-
-    exprs: list = []
-    index: dict = {}
-
-    def at(e) -> int:
-        key = flink_key(e)
-        if key not in index:
-            index[key] = len(exprs)
-            exprs.append(e)
-        return index[key]
-
-    def members(e) -> list:
-        e = e.this if isinstance(e, exp.Paren) else e
-        return list(e.expressions) if isinstance(e, exp.Tuple) else [e]
-
-    factors = []
-    for k in keys:
-        if isinstance(k, exp.GroupingSets):
-            factors.append([frozenset(at(m) for m in members(s_)) for s_ in k.expressions])
-        elif isinstance(k, exp.Rollup):
-            cols = [at(m) for e in k.expressions for m in members(e)]
-            factors.append([frozenset(cols[:n]) for n in range(len(cols), -1, -1)])
-        elif isinstance(k, exp.Cube):
-            cols = [at(m) for e in k.expressions for m in members(e)]
-            factors.append([frozenset(c) for n in range(len(cols), -1, -1) for c in combinations(cols, n)])
-        else:
-            factors.append([frozenset([at(k)])])
-    sets = []
-    for combo in product(*factors):
-        merged = frozenset().union(*combo)
-        if merged not in sets:
-            sets.append(merged)
-    return exprs, sets
-
-
-def grouping_sets_aggregate(planner, rel: Rel, node: exp.Select, window: Window, keys: list) -> Rel:
-    """A window aggregation with GROUPING SETS, ROLLUP or CUBE: each row once per
-    grouping set, the keys outside the set NULL, aggregated by window, set and keys
-    (the set's number keeps ``(a, NULL)`` of set {a} apart from a NULL b of set {a, b})."""
-    from pyspark.sql import functions as F
-
-    if window.struct_col is None:
-        raise planner.error(node.args["group"], "GROUPING SETS in a SESSION window aggregation are not supported yet")
-    exprs, sets = grouping_sets(planner, keys)
-    tr = planner.translator(rel, "GROUP BY")
-    values = [tr.expr(e) for e in exprs]
-    cols = [planner.fresh() for _ in exprs]
-    staged = rel.df.select("*", *[F.expr(v.sql).alias(c) for v, c in zip(values, cols)])
-    gid = planner.fresh("_g")
-    variants = F.array(*[F.struct(F.lit(i).alias(gid), *[
-        (F.col(c) if j in members else F.lit(None).cast(v.type.spark)).alias(c)
-        for j, (c, v) in enumerate(zip(cols, values))]) for i, members in enumerate(sets)])
-    exploded = staged.select(*[F.col(f"`{c}`") for c in rel.df.columns if c not in cols],
-                             F.explode(variants).alias("__set")).select("*", *[F.col(f"__set.`{c}`").alias(c)
-                                                                              for c in [gid] + cols]).drop("__set")
-    fields = list(rel.fields) + [Field(c, None, c, v.type.nullable_as(True)) for c, v in zip(cols, values)] \
-        + [Field(gid, None, gid, rules_int())]
-    expanded = Rel(exploded, fields, rel.append_only, None, rel.steps + [
-        f"grouping sets: each row once per set of {len(sets)} [stateless]"], window=window,
-        window_fields=rel.window_fields)
-    group_keys = [exp.column(gid)] + [exp.column(c) for c in cols]
-    return window_aggregate(planner, expanded, node, window, group_keys, rel.window_fields, {},
-                            key_names={c: (e, v) for e, c, v in zip(exprs, cols, values)}, hidden={gid})
-
-
-def rules_int():
-    from job.sql.types import logical_type
-
-    return logical_type("INT")
 
 
 def window_aggregate(planner, rel: Rel, node: exp.Select, window: Window, keys: list, window_fields: dict,
