@@ -1,17 +1,18 @@
 #!/usr/bin/env python3
-"""Generate the README's connector and format tables, and docs/functions.md, from their
-declarations.
+"""Generate the connector and format tables of docs/connectors.md, and docs/functions.md,
+from their declarations.
 
 Every connector (``job/connectors/*.py``) and format (``job/formats/*.py``) declares its
 options once (:class:`job.connectors.base.Option`); validation, did-you-mean errors and
 these tables all come from that declaration. This script writes the tables into
-README.md between ``<!-- connectors:start -->`` and ``<!-- connectors:end -->``.
+docs/connectors.md between ``<!-- connectors:start -->`` and ``<!-- connectors:end -->``;
+the prose around the markers is written by hand and left as it is.
 
 docs/functions.md is written whole from the function library's registry
 (``job/sql/flink/functions``): every Flink function and operator, supported or refused by
 name, category by category as Flink's documentation lists them.
 
-    .venv/bin/python scripts/gen_docs.py           # rewrite README.md's tables and docs/functions.md
+    .venv/bin/python scripts/gen_docs.py           # rewrite docs/connectors.md's tables and docs/functions.md
     .venv/bin/python scripts/gen_docs.py --check   # exit 1 if either is stale
 
 Only built-in connectors and formats are listed (the modules named in
@@ -37,7 +38,7 @@ from job.formats.base import Format  # noqa: E402
 
 START = "<!-- connectors:start -->"
 END = "<!-- connectors:end -->"
-README = ROOT / "README.md"
+CONNECTORS_DOC = ROOT / "docs" / "connectors.md"
 REGENERATE = ".venv/bin/python scripts/gen_docs.py"
 
 _MODE_TEXT = {
@@ -152,7 +153,8 @@ def render(connectors: Sequence[Connector], formats: Sequence[Format]) -> str:
                   for c in connectors))
     out += ["",
             "A table whose format is a changelog format (`debezium-json`) is read as a changelog "
-            "(+I/-U/+U/-D) whatever its connector, and as upserts when it declares a PRIMARY KEY.",
+            "(+I/-U/+U/-D) whatever its connector and whether or not it declares a PRIMARY KEY; "
+            "`SET 'table.exec.source.cdc-events-duplicate' = 'true'` normalizes a keyed one by its key.",
             "",
             "Options every table accepts, whatever its connector:", ""]
     out += option_table(COMMON_OPTIONS)
@@ -258,7 +260,7 @@ def render_functions() -> str:
     return "\n".join(out) + "\n"
 
 
-# --------------------------------------------------------------------------- README
+# --------------------------------------------------------------------------- docs/connectors.md
 
 class MarkersMissing(Exception):
     pass
@@ -268,39 +270,42 @@ def replace_section(text: str, body: str) -> str:
     start = text.find(START)
     end = text.find(END)
     if start < 0 or end < 0 or end < start:
-        raise MarkersMissing(f"README needs the markers {START} and {END} (in that order)")
+        raise MarkersMissing(f"the connectors reference needs the markers {START} and {END} (in that order)")
     return text[: start + len(START)] + "\n" + body + text[end:]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Generate the README's connector and format tables.")
-    parser.add_argument("--check", action="store_true", help="exit 1 if the README's tables are stale; write nothing")
-    parser.add_argument("--readme", type=Path, default=README, help="the file to update (default: README.md)")
+    parser = argparse.ArgumentParser(description="Generate the connector and format tables of docs/connectors.md, "
+                                                 "and docs/functions.md.")
+    parser.add_argument("--check", action="store_true", help="exit 1 if a generated part is stale; write nothing")
+    parser.add_argument("--connectors", "--readme", type=Path, default=CONNECTORS_DOC,
+                        help="the file whose connector tables to update (default: docs/connectors.md)")
     parser.add_argument("--functions", type=Path, default=FUNCTIONS_DOC,
                         help="the function list to write (default: docs/functions.md)")
     args = parser.parse_args(argv)
     status = write_functions(args.functions, args.check)
 
-    current = args.readme.read_text(encoding="utf-8")
+    target = args.connectors
+    current = target.read_text(encoding="utf-8") if target.exists() else ""
     try:
         wanted = replace_section(current, render(builtin_connectors(), builtin_formats()))
     except MarkersMissing as exc:
-        print(f"gen_docs: {args.readme}: {exc}", file=sys.stderr)
+        print(f"gen_docs: {target}: {exc}", file=sys.stderr)
         return 1
     if args.check:
         if wanted == current:
             return status
-        diff = difflib.unified_diff(current.splitlines(), wanted.splitlines(), "README.md (now)",
-                                    "README.md (generated)", lineterm="", n=1)
+        diff = difflib.unified_diff(current.splitlines(), wanted.splitlines(), f"{target.name} (now)",
+                                    f"{target.name} (generated)", lineterm="", n=1)
         print("\n".join(list(diff)[:60]), file=sys.stderr)
-        print(f"gen_docs: {args.readme} is stale: the connector tables differ from the declarations in job/. "
+        print(f"gen_docs: {target} is stale: the connector tables differ from the declarations in job/. "
               f"Run: {REGENERATE}", file=sys.stderr)
         return 1
     if wanted != current:
-        args.readme.write_text(wanted, encoding="utf-8")
-        print(f"gen_docs: updated {args.readme}")
+        target.write_text(wanted, encoding="utf-8")
+        print(f"gen_docs: updated {target}")
     else:
-        print(f"gen_docs: {args.readme} is up to date")
+        print(f"gen_docs: {target} is up to date")
     return status
 
 

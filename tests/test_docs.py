@@ -1,4 +1,5 @@
-"""The README stays true: generated tables current, commands the same as CI's and the tests'.
+"""The README and docs/ stay true: generated tables current, commands the same as CI's and
+the tests', documented exit codes, flags and SET keys the code's, links that resolve.
 
 No Spark here: scripts/gen_docs.py only reads the connector and format declarations.
 """
@@ -17,6 +18,10 @@ from job.connectors import registry
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+CONNECTORS = DOCS / "connectors.md"
+OPERATIONS = DOCS / "operations.md"
+SQL = DOCS / "sql.md"
 GEN_DOCS = ROOT / "scripts" / "gen_docs.py"
 
 
@@ -34,10 +39,14 @@ def gen():
     return module
 
 
+def section(text: str, heading: str) -> str:
+    """The text of one '## heading' section, up to the next '## '."""
+    return text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+
+
 def fenced_blocks(text: str, heading: str) -> list[str]:
-    """The ``` blocks of one '## heading' section of the README."""
-    section = text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
-    return re.findall(r"```[a-z]*\n(.*?)```", section, re.S)
+    """The ``` blocks of one '## heading' section."""
+    return re.findall(r"```[a-z]*\n(.*?)```", section(text, heading), re.S)
 
 
 def test_connector_tables_are_current():
@@ -45,24 +54,31 @@ def test_connector_tables_are_current():
     assert done.returncode == 0, done.stderr + "\nRun: .venv/bin/python scripts/gen_docs.py"
 
 
-def test_check_fails_on_a_stale_readme_and_a_rewrite_fixes_it(tmp_path):
-    readme = tmp_path / "README.md"
-    shutil.copy(README, readme)
-    readme.write_text(readme.read_text().replace("| `number-of-rows` |", "| `number-of-rowz` |"))
-    done = gen_docs("--check", "--readme", str(readme))
+def test_check_fails_on_a_stale_connectors_doc_and_a_rewrite_fixes_it(tmp_path):
+    doc = tmp_path / "connectors.md"
+    shutil.copy(CONNECTORS, doc)
+    doc.write_text(doc.read_text().replace("| `number-of-rows` |", "| `number-of-rowz` |"))
+    done = gen_docs("--check", "--connectors", str(doc))
     assert done.returncode == 1
     assert "stale" in done.stderr and "number-of-rowz" in done.stderr
-    assert gen_docs("--readme", str(readme)).returncode == 0
-    assert readme.read_text() == README.read_text()
-    assert gen_docs("--check", "--readme", str(readme)).returncode == 0
+    assert gen_docs("--connectors", str(doc)).returncode == 0
+    assert doc.read_text() == CONNECTORS.read_text()
+    assert gen_docs("--check", "--connectors", str(doc)).returncode == 0
 
 
 def test_check_fails_without_markers(tmp_path):
-    readme = tmp_path / "README.md"
-    readme.write_text("# no tables here\n")
-    done = gen_docs("--check", "--readme", str(readme))
+    doc = tmp_path / "connectors.md"
+    doc.write_text("# no tables here\n")
+    done = gen_docs("--check", "--connectors", str(doc))
     assert done.returncode == 1
     assert "<!-- connectors:start -->" in done.stderr
+
+
+def test_the_readme_holds_no_generated_tables():
+    """The tables live in docs/connectors.md; the README links there."""
+    text = README.read_text()
+    assert "<!-- connectors:start -->" not in text
+    assert "](docs/connectors.md)" in text
 
 
 def test_every_builtin_connector_format_and_option_is_documented(gen):
@@ -93,7 +109,7 @@ def test_installed_plugins_do_not_change_the_tables(gen, monkeypatch):
     assert "collect" in registry.connectors()
     text = gen.render(gen.builtin_connectors(), gen.builtin_formats())
     assert "collect" not in text
-    assert gen.replace_section(README.read_text(), text) == README.read_text()
+    assert gen.replace_section(CONNECTORS.read_text(), text) == CONNECTORS.read_text()
 
 
 def test_ci_runs_the_readme_test_command():
@@ -110,17 +126,25 @@ def test_quickstart_commands():
     assert blocks[1] == "./spark-submit.sh --pipeline examples/quickstart/pipeline.yaml --once"
     # The pipeline's own header shows the same command.
     assert blocks[1] in (ROOT / "examples" / "quickstart" / "pipeline.yaml").read_text()
+    # tests/e2e/test_quickstart.py runs the one sh block that calls spark-submit.sh.
+    assert len([b for b in re.findall(r"```sh\n(.*?)```", section(README.read_text(), "Quick start"), re.S)
+                if "spark-submit.sh" in b]) == 1
 
 
-def test_benchmark_markers_are_in_place():
-    text = README.read_text()
-    assert text.index("## Benchmarks") < text.index("<!-- bench:start -->") < text.index("<!-- bench:end -->")
+def test_quickstart_shows_the_changelog_the_e2e_test_expects():
+    """The expected output in the README is what tests/e2e/test_quickstart.py asserts."""
+    printed = re.findall(r"^user_count_by_account> ([+-][IUD]\[.*\])$", section(README.read_text(), "Quick start"),
+                         re.M)
+    assert printed == ["+I[100, 2]", "+I[101, 1]", "-U[100, 2]", "+U[100, 1]", "-U[101, 1]", "+U[101, 2]",
+                       "-D[100, 1]"]
+    e2e = (ROOT / "tests" / "e2e" / "test_quickstart.py").read_text()
+    assert all(f'"{change}"' in e2e for change in printed)
 
 
 def test_documented_exit_codes_match_the_code():
     from job import errors
 
-    rows = dict(re.findall(r"^\| (\d) \| (.+) \|$", README.read_text().split("\n## Exit codes\n", 1)[1], re.M))
+    rows = dict(re.findall(r"^\| (\d) \| (.+) \|$", section(OPERATIONS.read_text(), "Exit codes"), re.M))
     assert set(rows) == {str(c) for c in (errors.EXIT_OK, errors.EXIT_OTHER, errors.EXIT_INVALID,
                                           errors.EXIT_UNREACHABLE, errors.EXIT_BAD_RECORD)}
     assert "Invalid pipeline" in rows[str(errors.EXIT_INVALID)]
@@ -128,9 +152,73 @@ def test_documented_exit_codes_match_the_code():
     assert "bad record" in rows[str(errors.EXIT_BAD_RECORD)]
 
 
-def test_documented_example_files_exist():
-    for path in re.findall(r"\]\(((?:examples|scripts|tests|conf|job|\.ci)/[^)#]+)\)", README.read_text()):
-        assert (ROOT / path).exists(), path
+def test_documented_command_line_options_are_the_cli_s():
+    """docs/operations.md's option table lists exactly the job's flags (job/cli.py)."""
+    from job import cli
+
+    flags = {max(a.option_strings, key=len) for a in cli.parser()._actions if a.option_strings} - {"--help"}
+    table = section(OPERATIONS.read_text(), "Command line")
+    documented = set(re.findall(r"^\| `(--[a-z-]+)", table, re.M))
+    assert documented == flags
+
+
+def test_documented_set_keys_are_read_by_the_job():
+    """Every key in docs/sql.md's SET table is one the job's code reads (or a Spark setting)."""
+    code = "\n".join(p.read_text() for p in (ROOT / "job").rglob("*.py"))
+    keys = re.findall(r"^\| `'([a-z][a-z0-9._-]+)'", section(SQL.read_text(), "SET"), re.M)
+    assert "table.exec.state.ttl" in keys and "execution.checkpointing.interval" in keys
+    for key in keys:
+        assert key.startswith("spark.") or f'"{key}"' in code or f"'{key}'" in code, key
+
+
+# --------------------------------------------------------------------------- links
+
+def markdown_files() -> list[Path]:
+    return [README, *sorted(DOCS.glob("*.md")), *sorted((ROOT / "examples").glob("*/README.md"))]
+
+
+def slugs(text: str) -> set[str]:
+    """GitHub's anchors for a Markdown file's headings."""
+    out: set[str] = set()
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    for heading in re.findall(r"^#{1,6} (.+?)\s*$", text, re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        n, candidate = 0, slug
+        while candidate in out:
+            n += 1
+            candidate = f"{slug}-{n}"
+        out.add(candidate)
+    return out
+
+
+def test_every_doc_is_linked_from_the_readme():
+    text = README.read_text()
+    for doc in sorted(DOCS.glob("*.md")):
+        assert f"](docs/{doc.name})" in text, doc.name
+    for example in sorted((ROOT / "examples").glob("*/README.md")):
+        assert f"]({example.relative_to(ROOT).parent.as_posix()}" in text, example
+
+
+def test_relative_links_resolve():
+    """Every relative link of the README, docs/ and the examples' READMEs names a file that
+    exists, and its #anchor a heading of that file."""
+    for md in markdown_files():
+        text = re.sub(r"```.*?```", "", md.read_text(), flags=re.S)
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target):
+                continue
+            path, _, anchor = target.partition("#")
+            resolved = (md.parent / path).resolve() if path else md
+            assert resolved.exists(), f"{md.relative_to(ROOT)}: {target}"
+            if anchor and resolved.suffix == ".md":
+                assert anchor in slugs(resolved.read_text()), f"{md.relative_to(ROOT)}: {target}"
+
+
+def test_no_internal_jargon():
+    for md in markdown_files():
+        text = md.read_text().lower()
+        for word in ("seed 002", "session 4", "session 7", "the seed's"):
+            assert word not in text, (md.relative_to(ROOT), word)
 
 
 # --------------------------------------------------------------------------- docs/functions.md
