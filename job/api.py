@@ -94,8 +94,9 @@ def collect(statements: Sequence[str], query: str, *, spark=None, checkpoint_dir
     opened = OpenedSources()
     end_of_input = EndOfInput()
 
-    def open_(table):
-        return open_source(spark, table, once=True, opened=opened, checkpoint=checkpoint, end_of_input=end_of_input)
+    def open_(table, ordered=True):
+        return open_source(spark, table, once=True, opened=opened, checkpoint=checkpoint, end_of_input=end_of_input,
+                           ordered=ordered)
 
     planner = Planner(spark, catalog, open_, Settings.from_conf(settings_conf), Execution.from_conf(settings_conf))
     rel = planner.settle(planner.plan(parsed))

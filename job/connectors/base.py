@@ -83,6 +83,9 @@ class SourceContext:
     # The reading query's checkpoint directory, for sources that keep state tied to it
     # (postgres-cdc records there that it created its replication slot). None in tests.
     checkpoint: Optional[str] = None
+    # Does the plan need each record's position in the source (a changelog normalized by
+    # key)? A source may skip numbering its records when it does not.
+    ordered: bool = True
 
 
 @dataclass(frozen=True)

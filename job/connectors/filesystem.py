@@ -43,6 +43,10 @@ OPTIONS = (
            description="Format of the files: json, csv, raw, parquet or debezium-json (source only)."),
     Option("source.max-files-per-trigger", "int",
            description="Upper bound of new files read per micro-batch (Spark's maxFilesPerTrigger)."),
+    Option("source.max-bytes-per-trigger", "int", default=1 << 30,
+           description="Upper bound of the bytes of new files read per micro-batch (Spark's maxBytesPerTrigger; "
+                       "at least one file is read): a backlog of files is read in bounded batches. Ignored when "
+                       "'source.max-files-per-trigger' is set."),
     Option("metastore.table",
            description="Sink, format 'parquet': also register the directory as this external table "
                        "('db.name') of Spark's metastore, its partitions added after each micro-batch and "
@@ -101,10 +105,10 @@ def data_columns(table) -> list[str]:
 
 def check(table, options, role):
     fmt = _format(table, options)
-    limit = options.get("source.max-files-per-trigger")
-    if limit is not None and limit < 1:
-        _fail(table, f"'source.max-files-per-trigger' must be at least 1, got {limit}",
-              option="source.max-files-per-trigger")
+    for key in ("source.max-files-per-trigger", "source.max-bytes-per-trigger"):
+        limit = options.get(key)
+        if limit is not None and limit < 1:
+            _fail(table, f"'{key}' must be at least 1, got {limit}", option=key)
     if role == "sink" and fmt.changelog:
         _fail(table, f"the filesystem connector cannot write format '{fmt.name}' (table '{table.name}'): "
                      "it writes append-only files, and a changelog format needs a changelog",
@@ -173,8 +177,11 @@ def create_source(ctx) -> SourceStream:
     # run must not touch it, so it plans over an empty local directory instead.
     path = _empty_directory() if ctx.offline else options["path"]
     reader = ctx.spark.readStream
+    # Bounded micro-batches by default (Spark takes one bound or the other, not both).
     if options.get("source.max-files-per-trigger"):
         reader = reader.option("maxFilesPerTrigger", str(options["source.max-files-per-trigger"]))
+    elif options.get("source.max-bytes-per-trigger"):
+        reader = reader.option("maxBytesPerTrigger", str(options["source.max-bytes-per-trigger"]))
     try:
         if fmt.file_format:
             df = reader.schema(physical_schema(table)).format(fmt.file_format).load(path)
@@ -190,7 +197,7 @@ def create_source(ctx) -> SourceStream:
         raise
     if fmt.file_format:
         return _file_format_source(df, table)
-    return _text_source(ctx.spark, df, table, options, fmt)
+    return _text_source(ctx.spark, df, table, options, fmt, ctx.ordered)
 
 
 def _empty_directory() -> str:
@@ -216,7 +223,7 @@ def _file_format_source(df, table) -> SourceStream:
     return SourceStream(table_frame(df, table, physical=physical, metadata=metadata, control=control), APPEND)
 
 
-def _text_source(spark, df, table, options, fmt) -> SourceStream:
+def _text_source(spark, df, table, options, fmt, ordered: bool = True) -> SourceStream:
     from pyspark.sql import functions as F
 
     from job.formats.base import format_options, is_blank
@@ -229,13 +236,15 @@ def _text_source(spark, df, table, options, fmt) -> SourceStream:
         meta["file_block_start"].alias("__block"),
         F.unix_millis(meta["file_modification_time"]).alias("__mtime"),
     )
-    if fmt.changelog:
-        # A changelog's records need their order within the file. A split of a file is
-        # read in order by one task: its start and the line's index in the task's rows
-        # (the engine's row numbers) order the file's lines.
+    if fmt.changelog and ordered:
+        # A changelog normalized by key needs its records' order within the file. A split
+        # of a file is read in order by one task: its start and the line's index in the
+        # task's rows (the engine's row numbers) order the file's lines.
         from job.changelog.jvm import number_rows
 
         lines = number_rows(spark, lines, "__rec")
+    elif fmt.changelog:
+        lines = lines.select("*", F.lit(0).cast("long").alias("__rec"))
     if not fmt.single_column:  # blank lines are not records (raw keeps them: an empty value)
         lines = lines.where(~is_blank(F.col("value")))
     position = F.concat(F.lit("file "), F.col("__file"), F.lit(" (block "), F.col("__block").cast("string"), F.lit(")"))

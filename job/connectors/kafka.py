@@ -44,7 +44,7 @@ def create_source(ctx) -> SourceStream:
                    "__error": F.coalesce(F.col("__err"), F.col("__cdc_error")),
                    "__raw": F.col("value").cast("string"), "__position": F.col("__pos_text")}
         frame = table_frame(rows, table, physical=physical, metadata=kc.metadata_columns(rows, table), control=control)
-        return SourceStream(frame, CHANGELOG)
+        return SourceStream(frame, CHANGELOG, bounded=kc.bounded(options))
     physical = {c.name: value.row[c.name] for c in table.physical_columns
                 if not (options.get("value.fields-include") == "EXCEPT_KEY" and c.name in key_cols)}
     if key is not None:
@@ -52,7 +52,7 @@ def create_source(ctx) -> SourceStream:
         for c in key_cols:
             physical.setdefault(c, key.row[c[len(strip):] if strip and c.startswith(strip) else c])
     frame = table_frame(df, table, physical=physical, metadata=kc.metadata_columns(df, table), control=control)
-    return SourceStream(frame, APPEND)
+    return SourceStream(frame, APPEND, bounded=kc.bounded(options))
 
 
 class KafkaSink(Sink):

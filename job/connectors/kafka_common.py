@@ -36,7 +36,12 @@ COMMON = (
     Option("key.fields-prefix", default="", description="Prefix of key columns in the schema, stripped when (de)serialising the key."),
     Option("value.fields-include", "enum", default="ALL", choices=("ALL", "EXCEPT_KEY"),
            description="Whether key columns are also in the value."),
-    Option("scan.max-offsets-per-trigger", "int", description="Upper bound of records read per micro-batch (Spark's maxOffsetsPerTrigger)."),
+    Option("scan.max-offsets-per-trigger", "int", default=1_000_000,
+           description="Upper bound of records read per micro-batch (Spark's maxOffsetsPerTrigger): a backlog is "
+                       "read in bounded batches."),
+    Option("scan.bounded.mode", "enum", default="unbounded", choices=("unbounded", "latest-offset"),
+           description="'latest-offset': the table ends at the offsets it finds when the query starts, and a "
+                       "pipeline whose every source ends runs to completion, as Flink's bounded sources do."),
     Option("scan.poll-timeout", "duration", description="Kafka consumer poll timeout."),
     Option("sink.delivery-guarantee", "enum", default="at-least-once", choices=("at-least-once", "none"),
            description="Spark's Kafka sink is at-least-once; upsert sinks are made exact by idempotent keys."),
@@ -54,6 +59,11 @@ def client_properties(options: Mapping[str, Any]) -> dict[str, str]:
 
 def spark_kafka_options(options: Mapping[str, Any]) -> dict[str, str]:
     return {"kafka." + k: v for k, v in client_properties(options).items()}
+
+
+def bounded(options: Mapping[str, Any]) -> bool:
+    """Does the table end ('scan.bounded.mode' = 'latest-offset')?"""
+    return options.get("scan.bounded.mode") == "latest-offset"
 
 
 def topics(options: Mapping[str, Any]) -> list[str]:

@@ -50,7 +50,7 @@ def create_source(ctx) -> SourceStream:
         "__raw": df["value"].cast("string"), "__position": kc.position(df),
     }
     return SourceStream(table_frame(df, table, physical=physical, metadata=kc.metadata_columns(df, table),
-                                    control=control), UPSERT)
+                                    control=control), UPSERT, bounded=kc.bounded(options))
 
 
 class UpsertKafkaSink(Sink):

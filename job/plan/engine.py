@@ -51,9 +51,13 @@ def group_aggregate(planner, staged, group_cols: list[str], calls: list[dict], g
                     append_only: bool):
     """Retractable aggregation. ``staged`` has the group columns, the argument columns and
     ``__sign``; ``calls`` are the engine's aggregate specifications (fn, arg, distinct,
-    separator, result, name). Returns (__sign, group columns, results by name, __net)."""
-    return call(planner, "aggregate", staged, {"keys": group_cols, "sign": SIGN, "global": global_agg,
-                                               "append_only": append_only, "aggs": calls})
+    separator, result, name). Returns (__sign, group columns, results by name, __net).
+
+    Equal rows are netted in each partition before the shuffle (Flink's local-global
+    aggregation): the aggregate reads a row of sign n as n copies."""
+    combined = engine_call(planner.spark, "combine", staged, json.dumps({"sign": SIGN}))
+    return call(planner, "aggregate", combined, {"keys": group_cols, "sign": SIGN, "global": global_agg,
+                                                 "append_only": append_only, "aggs": calls})
 
 
 def join(planner, unioned, keys: list[str], sides: list[dict]):

@@ -285,7 +285,13 @@ class Planner:
             # attributes survive the projection).
             plain = value.sql[1:-1] if value.sql.startswith("`") and value.sql.endswith("`") else None
             source = rel.field_of(plain) if plain in rel.cols() else None
-            selected.append(F.expr(value.sql).alias(col))
+            if source is not None and source.time == "rowtime" and source.col in renames:
+                # The same event-time column twice (a Top-N's hidden order key, SELECT ts,
+                # ts): Spark allows one column with a watermark per stream, so the copy
+                # leaves the watermark's mark behind.
+                selected.append(F.expr(value.sql).alias(col, metadata={}))
+            else:
+                selected.append(F.expr(value.sql).alias(col))
             time = source.time if source is not None else None
             fields.append(Field(name, None, col, value.type, time))
             if source is not None:

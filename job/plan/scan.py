@@ -10,7 +10,8 @@ from job.sql.flink.columns import column_type, is_proctime
 def scan(planner, table, alias: str) -> Rel:
     from pyspark.sql import functions as F
 
-    stream = planner.open_source(table)
+    # Records need their source position only where a changelog is normalized by key.
+    stream = planner.open_source(table, ordered=planner.execution.cdc_events_duplicate)
     df = stream.df
     rowtime = table.watermark.column.lower() if table.watermark is not None else None
     fields = []

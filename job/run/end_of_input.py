@@ -62,9 +62,13 @@ def with_marker(spark, df, table, checkpoint: Optional[str], delay_ms: int, regi
     aligned = markers.select(*[(F.col(f"`{c}`") if c == rowtime else F.lit(None).cast(t).alias(c))
                                for c, t in df.dtypes], F.col(FLAG))
     watermarked = data.unionByName(aligned).withWatermark(rowtime, table.watermark.delay)
-    # The filter names the event-time column: Spark pushes filters that do not below
-    # the watermark (into the scan), where the marker would never advance it.
-    return watermarked.filter(~F.col(FLAG) | F.col(f"`{rowtime}`").isNull()).drop(FLAG)
+    # Spark pushes a filter that does not name the event-time column below the watermark,
+    # where it would drop the marker (a view's `WHERE event_type = 0` sees NULL there)
+    # and the marker would never advance the watermark. This filter names that column,
+    # and its nondeterministic part keeps every later filter above it: Spark neither
+    # merges a filter into a nondeterministic one nor pushes it past.
+    keep = (~F.col(FLAG) | F.col(f"`{rowtime}`").isNull()) & (F.spark_partition_id() >= 0)
+    return watermarked.filter(keep).drop(FLAG)
 
 
 def max_event_time(query) -> Optional[datetime]:

@@ -38,6 +38,7 @@ class QueryPlan:
     dead_letters: list = field(default_factory=list)   # (query name, writer)
     observed: list = field(default_factory=list)
     end_of_input: object = None        # job.run.end_of_input.EndOfInput for queries with event-time state
+    bounded: bool = False              # every table the query reads ends (it runs to completion)
 
 
 def query_name(program: Program, index: int, table: str) -> str:
@@ -70,9 +71,9 @@ def plan_insert(spark, program: Program, index: int, *, once: bool, checkpoint_d
     opened = OpenedSources()
     end_of_input = EndOfInput()
 
-    def open_(t):
+    def open_(t, ordered=True):
         return open_source(spark, t, once=once, offline=offline, opened=opened, checkpoint=checkpoint,
-                           end_of_input=end_of_input)
+                           end_of_input=end_of_input, ordered=ordered)
 
     planner = Planner(spark, program.catalog, open_, Settings.from_conf(program.conf), Execution.from_conf(program.conf))
     rel = planner.plan(insert.parsed)
@@ -85,7 +86,7 @@ def plan_insert(spark, program: Program, index: int, *, once: bool, checkpoint_d
         check_streaming(spark, rel.df, insert.query_origin, insert.query,
                         insert.source.text if insert.source else None, f"the query of INSERT INTO {insert.table}")
     plan = QueryPlan(name, index, table.name, engine, sink_plan.mode, checkpoint, steps, sink_plan.writer,
-                     observed=opened.observed)
+                     observed=opened.observed, bounded=not opened.unbounded)
     if planner.event_time_span_ms is not None and end_of_input.tables:
         end_of_input.span_ms = planner.event_time_span_ms
         plan.end_of_input = end_of_input

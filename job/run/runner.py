@@ -342,15 +342,19 @@ def execute(spark, program, plans, options: RunOptions, err) -> int:
     status = "failed"
     started: list = []
     started_names: list = []
+    # As in Flink, a pipeline whose every source ends (bounded tables: a jdbc scan,
+    # 'scan.bounded.mode' = 'latest-offset', a datagen with 'number-of-rows') runs to
+    # completion; --once makes any pipeline do so.
+    once = options.once or (bool(plans) and all(plan.bounded for plan in plans))
     try:
-        for wave in (waves(plans, program) if options.once else [plans]):
+        for wave in (waves(plans, program) if once else [plans]):
             if stop.requested:
                 break
-            queries = start_queries(wave, program, once=options.once)
+            queries = start_queries(wave, program, once=once)
             started += queries
             started_names += [q.name for q in queries]
             supervise(queries, stop, options.stop_timeout, sink_keys, watchdog=watchdog, restarter=restarter)
-            if options.once and not stop.requested:
+            if once and not stop.requested:
                 from job.run.end_of_input import close_windows
 
                 # The end of a bounded input: event time moves past every open window.

@@ -23,6 +23,7 @@ class OpenedSources:
 
     dead_letters: list = field(default_factory=list)     # (dead-letter table name, DataFrame)
     observed: list = field(default_factory=list)         # observation names
+    unbounded: list = field(default_factory=list)        # names of the tables read that never end
 
 
 def policy_of(options) -> str:
@@ -34,12 +35,14 @@ def policy_of(options) -> str:
 
 def open_source(spark, table, *, once: bool, offline: bool = False,
                 opened: Optional[OpenedSources] = None, checkpoint: Optional[str] = None,
-                end_of_input=None) -> SourceStream:
+                end_of_input=None, ordered: bool = True) -> SourceStream:
     from pyspark.sql import functions as F
 
     connector, options = validate_options(table, "source")
     stream = connector.create_source(SourceContext(spark, table, options, once=once, offline=offline,
-                                                           checkpoint=checkpoint))
+                                                   checkpoint=checkpoint, ordered=ordered))
+    if opened is not None and not stream.bounded:
+        opened.unbounded.append(table.name)
     df = stream.df
     if "__error" in df.columns:
         policy = policy_of(options)

@@ -2,12 +2,9 @@
 touched for that long (processing time, as in Flink), so a key that comes back starts
 from nothing; without a TTL the key is remembered.
 
-Expected to fail today: the engine gives every state variable Spark's TTLConfig, which
-Spark accepts only in TimeMode.ProcessingTime, and an operator in that mode asks for a
-batch after every batch, so a --once run (Trigger.AvailableNow) never ends; in
-TimeMode.None (the engine's) Spark refuses the TTL when the query starts
-(STATEFUL_PROCESSOR_INCORRECT_TIME_MODE_TO_ASSIGN_TTL). Expiring state by the operators'
-own clock (a last-touched time per key, checked when the key is read) would make it pass.
+Spark gives state a TTL only in TimeMode.ProcessingTime, whose operators ask for a batch
+after every batch (a --once run would never end), so the engine keeps the TTL by its own
+clock: a last-written time per key, checked when the key is processed again.
 """
 from __future__ import annotations
 
@@ -31,8 +28,6 @@ def write(path, name, rows):
     (path / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
-@pytest.mark.xfail(strict=True, reason="Spark's state TTL needs TimeMode.ProcessingTime, which never ends a --once "
-                                      "run; the engine runs TimeMode.None (see the module docstring)")
 def test_a_key_is_forgotten_after_its_ttl(spark, tmp_path):
     first = [{"uid": "a", "amount": 1}, {"uid": "a", "amount": 2}, {"uid": "b", "amount": 5}]
     later = [{"uid": "a", "amount": 10}]

@@ -52,6 +52,14 @@ final class AggregateOp extends Operator {
   }
 
   @Override
+  void forget() {
+    accumulators.clear();
+    for (Aggs.Fn fn : fns) {
+      fn.clear();
+    }
+  }
+
+  @Override
   void process(Row key, Iterator<Row> rows, List<Row> out) {
     byte[] stored = accumulators.get();
     long count;

@@ -94,6 +94,19 @@ final class JoinOp extends Operator {
   }
 
   @Override
+  void forget() {
+    for (int i = 0; i < states.length; i++) {
+      if (upsert[i]) {
+        single(i).clear();
+      } else if (unique[i]) {
+        entries(i).clear();
+      } else {
+        multiset(i).clear();
+      }
+    }
+  }
+
+  @Override
   void process(Row key, Iterator<Row> rows, List<Row> out) {
     int n = schemas.length;
     List<Map<Row, Long>> deltas = new ArrayList<>(n);

@@ -39,6 +39,11 @@ final class MaterializeOp extends Operator {
   }
 
   @Override
+  void forget() {
+    kept.clear();
+  }
+
+  @Override
   void process(Row key, Iterator<Row> rows, List<Row> out) {
     Map<Row, Long> counts = new LinkedHashMap<>();
     scala.collection.Iterator<Row> stored = kept.get();

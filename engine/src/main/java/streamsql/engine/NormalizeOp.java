@@ -56,6 +56,11 @@ final class NormalizeOp extends Operator {
   }
 
   @Override
+  void forget() {
+    current.clear();
+  }
+
+  @Override
   void process(Row key, Iterator<Row> rows, List<Row> out) {
     Row latest = null;
     while (rows.hasNext()) {

@@ -1,8 +1,8 @@
 package streamsql.engine;
 
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.streaming.OutputMode;
@@ -10,6 +10,7 @@ import org.apache.spark.sql.streaming.StatefulProcessor;
 import org.apache.spark.sql.streaming.TTLConfig;
 import org.apache.spark.sql.streaming.TimeMode;
 import org.apache.spark.sql.streaming.TimerValues;
+import org.apache.spark.sql.streaming.ValueState;
 import scala.collection.Iterator;
 import scala.jdk.javaapi.CollectionConverters;
 
@@ -26,32 +27,64 @@ import scala.jdk.javaapi.CollectionConverters;
  */
 abstract class Operator extends StatefulProcessor<Row, Row, Row> {
   private final long ttlMillis;
+  private transient ValueState<Long> touched;
 
   Operator(long ttlMillis) {
     this.ttlMillis = ttlMillis;
   }
 
-  /** Flink's {@code table.exec.state.ttl}: state not touched for this long is dropped. */
+  /**
+   * The state variables' own TTL: none. Spark gives state a TTL only in processing-time
+   * mode, whose operators ask for a batch after every batch (a {@code --once} run would
+   * never end); Flink's {@code table.exec.state.ttl} is kept by the operator's clock
+   * instead (see {@link #handleInputRows}).
+   */
   final TTLConfig ttl() {
-    return ttlMillis > 0 ? new TTLConfig(Duration.ofMillis(ttlMillis)) : TTLConfig.NONE();
+    return TTLConfig.NONE();
   }
 
   @Override
   public void init(OutputMode outputMode, TimeMode timeMode) {
     open();
+    if (ttlMillis > 0) {
+      touched = getHandle().getValueState("__touched", Encoders.LONG(), TTLConfig.NONE());
+    }
   }
 
   /** Declare the state variables (called on the executor, once per task). */
   abstract void open();
 
+  /**
+   * Flink's {@code table.exec.state.ttl}: a key whose state has not been written for that
+   * long (processing time) is forgotten before its new rows are processed, so it starts
+   * from nothing (and nothing of the old state is retracted, as in Flink). Each operator
+   * says what its key's state is in {@link #forget}.
+   */
   @Override
   public final Iterator<Row> handleInputRows(Row key, Iterator<Row> rows, TimerValues timerValues) {
+    long now = 0;
+    if (ttlMillis > 0) {
+      now = timerValues.getCurrentProcessingTimeInMs();
+      if (now <= 0) {
+        now = System.currentTimeMillis();
+      }
+      Long last = touched.get();
+      if (last != null && now - last > ttlMillis) {
+        forget();
+      }
+    }
     List<Row> out = new ArrayList<>();
     process(key, CollectionConverters.asJava(rows), out);
+    if (ttlMillis > 0) {
+      touched.update(now);
+    }
     return CollectionConverters.asScala(out.iterator());
   }
 
   abstract void process(Row key, java.util.Iterator<Row> rows, List<Row> out);
+
+  /** Drop the current key's state (its TTL expired). */
+  void forget() {}
 
   @Override
   public void close() {}

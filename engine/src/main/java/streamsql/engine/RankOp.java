@@ -85,6 +85,12 @@ final class RankOp extends Operator {
   }
 
   @Override
+  void forget() {
+    rows.clear();
+    arrivals.clear();
+  }
+
+  @Override
   void process(Row key, Iterator<Row> input, List<Row> out) {
     Map<Row, Kept> kept = new LinkedHashMap<>();
     scala.collection.Iterator<Tuple2<Row, Row>> it = rows.iterator();
