@@ -40,3 +40,21 @@ def without_event_time(df):
     from pyspark.sql import functions as F
 
     return df.select(*[F.col(f"`{c}`").alias(c, metadata={"streamsql": "plain"}) for c in df.columns])
+
+
+def time_attributes_kept(df, before, fields) -> object:
+    """``df`` (an engine operator's output) with its event-time attributes marked again
+    as they were in ``before`` (its input, with watermark marks), so that a window or
+    join after the operator can still close on them: Flink keeps them time attributes.
+    The operator emits a row once the watermark has passed it, so its time is never
+    behind the watermark Spark checks at the next operator."""
+    from pyspark.sql import functions as F
+
+    marks = {}
+    for source in (before if isinstance(before, (list, tuple)) else [before]):
+        for f in fields:
+            if f.time == "rowtime" and f.col in source.columns \
+                    and "spark.watermarkDelayMs" in source.schema[f.col].metadata:
+                marks[f.col] = source.schema[f.col].metadata
+    return df.select(*[F.col(f"`{c}`").alias(c, metadata=marks[c]) if c in marks else F.col(f"`{c}`")
+                       for c in df.columns])

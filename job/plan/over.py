@@ -21,7 +21,7 @@ from typing import Optional
 from sqlglot import exp
 
 from job.plan import engine
-from job.plan.event_time import waits, without_event_time
+from job.plan.event_time import time_attributes_kept, waits, without_event_time
 from job.plan.relation import Field, Rel, flink_key
 from job.sql.flink.casts import interval_millis
 from job.sql.flink.translate import Typed
@@ -92,7 +92,7 @@ def plan_over(planner, rel: Rel, node: exp.Select) -> Rel:
             "preceding": -1 if frame.preceding is None else frame.preceding, "aggs": aggs}
     if time_field.time == "rowtime":
         spec["time"] = "__t"
-    out = engine.call(planner, "over", without_event_time(df), spec)
+    out = time_attributes_kept(engine.call(planner, "over", without_event_time(df), spec), df, rel.fields)
 
     fields, selected = list(rel.fields), [F.col(f"`{c}`") for c in rel.cols()]
     result_cols = [planner.fresh("_o") for _ in results]

@@ -26,7 +26,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from job.plan import engine
-from job.plan.event_time import BARRIER, barrier, waits, without_event_time
+from job.plan.event_time import BARRIER, barrier, time_attributes_kept, waits, without_event_time
 from job.plan.relation import SIGN, Field, Rel
 from job.sql.flink import rules
 
@@ -254,6 +254,7 @@ def _join(planner, left: Rel, right: Rel, pairs, kind: str, time_field: Field, g
                                                        *[F.lit(None).cast(t).alias(c) for c, t in
                                                          zip(rcols, [right.df.schema[c].dataType for c in rcols])])
         out = out.unionByName(padded)
+    out = time_attributes_kept(out, [left.df, right.df], left.fields + right.fields)
     waits(planner, 0)
     rfields = right.fields if kind == "inner" else [Field(f.name, f.qualifier, f.col, f.type.nullable_as(True), f.time)
                                                      for f in right.fields]

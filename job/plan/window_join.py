@@ -16,7 +16,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from job.plan import engine
-from job.plan.event_time import BARRIER, barrier, waits, without_event_time
+from job.plan.event_time import BARRIER, barrier, time_attributes_kept, waits, without_event_time
 from job.plan.relation import Field, Rel
 from job.sql.flink import rules
 
@@ -102,6 +102,7 @@ def plan_window_join(planner, left: Rel, right: Rel, node: exp.Join, kind: str, 
     if kind in ("right", "full"):
         out = out.unionByName(rdf.filter(F.col("__no_key") & ~F.col(BARRIER)).select(
             *[F.lit(None).cast(ltypes[c]).alias(c) for c in lcols], *[F.col(f"`{c}`") for c in rcols]))
+    out = time_attributes_kept(out, [left.df, right.df], left.fields + right.fields)
     waits(planner, 0)
 
     def nullable(fields):

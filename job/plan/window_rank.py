@@ -13,7 +13,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from job.plan import engine
-from job.plan.event_time import waits, without_event_time
+from job.plan.event_time import time_attributes_kept, waits, without_event_time
 from job.plan.relation import Field, Rel
 from job.sql.types import BIGINT_TYPE
 
@@ -50,4 +50,5 @@ def plan_window_rank(planner, rel: Rel, partition: list, pcols: list, visible: l
     step = (f"{what} by row_number() over ({', '.join(planner.current.flink_sql(p) for p in partition)}) order by "
             f"{', '.join(planner.current.flink_sql(o) for o in order.expressions)} [engine: windowRank; a window's "
             "rows are ranked once the watermark passes its end]")
-    return Rel(ranked.select(*selected), fields, True, None, rel.steps + [step], computed=rel.computed)
+    out = time_attributes_kept(ranked.select(*selected), rel.df, fields)
+    return Rel(out, fields, True, None, rel.steps + [step], computed=rel.computed)
