@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
-# Documented exit codes (README "Exit codes").
+# Documented exit codes (docs/operations.md, "Exit codes").
 EXIT_OK = 0
 EXIT_OTHER = 1
 EXIT_INVALID = 2       # parse, template, validation

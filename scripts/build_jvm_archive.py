@@ -2,7 +2,7 @@
 
     .venv/bin/python scripts/build_jvm_archive.py [--force]
 
-Runs a small training pipeline through ./spark-submit.sh — the seed's two changelog
+Runs a small training pipeline through ./spark-submit.sh — the two example changelog
 queries over generated Debezium files, and generated rows into JSON files — with
 ``-XX:ArchiveClassesAtExit``: the JVM writes every class the run loaded into the archive
 as it exits. Nothing is contacted (no broker, no database), so setup.sh can run it on a

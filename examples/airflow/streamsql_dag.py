@@ -4,7 +4,7 @@ SparkSubmitOperator (apache-airflow-providers-apache-spark) submits the job —
 ``job/main.py`` plus ``job/`` zipped as ``--py-files`` — with the run's logical date as
 ``--var run_date={{ ds }}``. ``--once`` makes the job read what is there, write, commit its
 checkpoint and exit; the task fails with the job's exit code (2 invalid pipeline, 3 a
-source or sink unreachable, 4 a bad record; see README.md).
+source or sink unreachable, 4 a bad record; see docs/operations.md).
 
 Settings (environment of the Airflow worker):
 

@@ -1,4 +1,4 @@
--- Seed 002, example 1: the number of users per account, kept up to date as users
+-- The first pipeline of the original Flink experiment: the number of users per account, kept up to date as users
 -- are created, change account, or are deleted.
 CREATE TABLE users (
   uid STRING,

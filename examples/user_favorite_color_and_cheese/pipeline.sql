@@ -1,4 +1,4 @@
--- Seed 002, example 2: every user with their favourite colour and cheese, kept up to
+-- The second pipeline of the original Flink experiment: every user with their favourite colour and cheese, kept up to
 -- date as any of the three tables changes. Missing preferences are NULL.
 CREATE TABLE users (
   uid STRING,

@@ -2,7 +2,7 @@
 the two small interfaces it implements to read and write.
 
 Modelled on Flink's DynamicTableFactory: a connector states its options in one place, and
-validation, did-you-mean errors and the README's option tables all come from that
+validation, did-you-mean errors and the option tables of docs/connectors.md all come from that
 statement. Adding a connector is one new module under ``job/connectors/`` (or a Python
 entry point in the ``streamsql.connectors`` group) and nothing else.
 """
@@ -128,6 +128,22 @@ class Sink:
     def write_append(self, batch: "DataFrame", batch_id: int) -> None:
         """Write one micro-batch of inserted rows."""
         raise NotImplementedError
+
+    def write_upsert_stream(self, df: "DataFrame"):
+        """A ``DataStreamWriter`` for a stream of upserts: the sink's persisted columns plus
+        ``__op`` ('+U' replaces the row with this primary key, '-D' deletes it; at most one
+        per key and micro-batch). None (the default): the sink takes them per micro-batch
+        in :meth:`write_changes`. A sink that can write them as a stream saves a Python
+        call and a Spark job per micro-batch (lower latency)."""
+        return None
+
+    def write_change_stream(self, df: "DataFrame"):
+        """A ``DataStreamWriter`` for the raw stream of signed changes (the sink's columns
+        plus ``__sign``: +n inserts n copies of the row, -n retracts them), for a sink that
+        consumes a changelog without looking at its row kinds (blackhole). None (the
+        default): the changes are labelled +I/-U/+U/-D per micro-batch for
+        :meth:`write_changes`."""
+        return None
 
     def write_changes(self, batch: "DataFrame", batch_id: int) -> None:
         """Write one micro-batch of changes.

@@ -18,6 +18,12 @@ class BlackholeSink(Sink):
     def write_changes(self, batch, batch_id):
         batch.write.format("noop").mode("overwrite").save()
 
+    def write_upsert_stream(self, df):
+        return df.writeStream.format("noop")
+
+    def write_change_stream(self, df):
+        return df.writeStream.format("noop")
+
 
 CONNECTOR = Connector(
     identifier="blackhole",

@@ -16,8 +16,9 @@ from job.connectors.rows import physical_schema
 from job.errors import EXIT_UNREACHABLE, PipelineError
 
 # Flink's metadata keys for Kafka, and what Spark's Kafka source calls them. The Pulsar
-# keys of seed 002 (eventTime, properties, sequenceId) are accepted as aliases so that
-# DDL written for upsert-pulsar runs on Kafka with only the connector options changed.
+# keys of the original Flink experiment's tables (eventTime, properties, sequenceId) are
+# accepted as aliases so that DDL written for upsert-pulsar runs on Kafka with only the
+# connector options changed.
 METADATA_KEYS = {
     "topic": "topic", "partition": "partition", "offset": "offset", "timestamp": "timestamp",
     "timestamp-type": "timestampType", "headers": "headers",

@@ -69,6 +69,17 @@ class UpsertKafkaSink(Sink):
 
         self.write_changes(batch.withColumn("__op", F.lit("+I")), batch_id)
 
+    def write_upsert_stream(self, df):
+        """Upserts and tombstones through Spark's own Kafka sink: no Python per batch."""
+        from pyspark.sql import functions as F
+
+        opts = _options(self.ctx.options)
+        if not self.ctx.offline:
+            kc.check_reachable(self.ctx.spark, opts)
+        records = kc.encoded_record(df, self.ctx.table, opts, key_cols=list(self.ctx.table.primary_key),
+                                    value_null=F.col("__op").isin("-D", "-U"))
+        return records.writeStream.format("kafka").options(**kc.write_options(opts))
+
 
 CONNECTOR = Connector(
     identifier="upsert-kafka",

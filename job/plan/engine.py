@@ -72,6 +72,12 @@ def materialize(planner, df, pk: list[str], cols: list[str]):
     return call(planner, "materialize", df, {"keys": pk, "row": cols, "sign": SIGN})
 
 
+def net_changes(planner, df, pk: list[str], cols: list[str]):
+    """A micro-batch's signed rows → one '+U' or '-D' per sink key (columns ``cols`` plus
+    ``__op``); no state."""
+    return call(planner, "netChanges", df, {"keys": pk, "row": cols, "sign": SIGN})
+
+
 def rank(planner, df, partition: list[str], row: list[str], sort: list[dict], function: str, lower: int,
          upper: int, append_only: bool, show_rank: bool, newest_first: bool):
     """Top-N: (__sign, row columns, __rnk, __net)."""

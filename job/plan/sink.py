@@ -127,6 +127,9 @@ def plan_sink(planner, rel: Rel, table, connector: Connector, sink: Sink, column
         return SinkPlan(sink.write_stream(rows), "append", ["write appended rows"])
 
     if connector.accepts_retractions:
+        raw = sink.write_change_stream(df.select(*cols, F.col(SIGN)))
+        if raw is not None:
+            return SinkPlan(raw, "changelog", ["write every change as it comes"])
         key = list(table.primary_key) or ([mapping[c] for c in rel.unique_key] if rel.unique_key else cols)
         return SinkPlan(df.writeStream.foreachBatch(lambda b, i: sink.write_changes(label_changes(b, key, cols), i)),
                         "changelog", ["write every change as +I/-U/+U/-D"])
@@ -149,18 +152,28 @@ def plan_sink(planner, rel: Rel, table, connector: Connector, sink: Sink, column
                 # The last operator netted each key's changes already (one row per key, and
                 # no filter since): its '+U'/'-D' rows are the sink's changes, no shuffle.
                 netted = df.filter(F.col(NET).isNotNull()).select(*cols, F.col(NET).alias("__op"))
-                return SinkPlan(netted.writeStream.foreachBatch(lambda b, i: sink.write_changes(b, i)), "upsert", steps)
-            return SinkPlan(df.writeStream.foreachBatch(lambda b, i: sink.write_changes(collapse(b, pk, cols), i)),
-                            "upsert", steps)
+                return upserts(sink, netted, steps)
+            # One row per key and batch: the batch's changes netted per sink key.
+            netted = engine.net_changes(planner, df, pk, cols)
+            return upserts(sink, netted, steps + [f"net each micro-batch's changes per ({', '.join(pk)}) [engine]"])
         if len(query_key) == len(rel.unique_key):
             reject_key_mismatch(table, pk, query_key, rel, mapping)
     # Uniqueness on the sink key is unknown, or the query's key is not within the sink's
     # PRIMARY KEY: keep every row per sink key in state and show the latest, as Flink's
     # SinkUpsertMaterializer does.
     out = engine.materialize(planner, df, pk, cols)
-    return SinkPlan(out.writeStream.foreachBatch(lambda b, i: sink.write_changes(b, i)), "upsert (materialized)",
-                    [f"materialize by ({', '.join(pk)}) [stateful: the query's uniqueness on the sink key is not "
-                     "provable, so the latest row per key is kept]"])
+    plan = upserts(sink, out, [f"materialize by ({', '.join(pk)}) [stateful: the query's uniqueness on the sink key "
+                               "is not provable, so the latest row per key is kept]"])
+    return SinkPlan(plan.writer, "upsert (materialized)", plan.steps)
+
+
+def upserts(sink, netted, steps: list[str]) -> SinkPlan:
+    """Upserts ('+U'/'-D', one per key and batch) into the sink: as a stream where the
+    sink writes one (no Python per micro-batch), else per micro-batch."""
+    writer = sink.write_upsert_stream(netted)
+    if writer is None:
+        writer = netted.writeStream.foreachBatch(lambda b, i: sink.write_changes(b, i))
+    return SinkPlan(writer, "upsert", steps)
 
 
 def reject_key_mismatch(table, pk: list[str], query_key: list[str], rel: Rel, mapping: dict) -> None:
@@ -176,29 +189,6 @@ def reject_key_mismatch(table, pk: list[str], query_key: list[str], rel: Rel, ma
         "each other in no defined order",
         hint=f"declare the sink's key as PRIMARY KEY ({', '.join(query_key)}) NOT ENFORCED, or change the query "
              "so that it is unique on the sink's key (e.g. GROUP BY the key columns)")
-
-
-def collapse(batch, pk: list[str], cols: list[str]):
-    """Net change per primary key in one micro-batch → one '+U' (the surviving row) or
-    one '-D' (the key's last row is gone); a key whose changes cancel out is left alone.
-
-    One shuffle: the changes are gathered per key and netted per row there (a key has a
-    handful of changes per batch, usually one retraction and one insertion)."""
-    from pyspark.sql import functions as F
-
-    keyed = batch.select(F.to_json(F.struct(*[F.col(f"`{p}`") for p in pk]), ROW_JSON).alias("__pk"),
-                         F.struct(F.to_json(F.struct(*[F.col(f"`{c}`") for c in cols]), ROW_JSON).alias("r"),
-                                  F.col(SIGN).alias("s")).alias("__change"))
-    changes = keyed.groupBy("__pk").agg(F.collect_list("__change").alias("__changes"))
-    net = F.expr("filter(transform(array_distinct(transform(__changes, c -> c.r)), row -> named_struct('r', row, "
-                 "'n', aggregate(filter(__changes, c -> c.r = row), 0L, (total, c) -> total + c.s))), x -> x.n != 0)")
-    per_key = changes.select(net.alias("__net")).filter(F.size("__net") > 0).select(
-        F.array_max(F.transform(F.filter("__net", lambda x: x["n"] > 0), lambda x: x["r"])).alias("__up"),
-        F.array_max(F.transform("__net", lambda x: x["r"])).alias("__any"))
-    schema = batch.select(*[F.col(f"`{c}`") for c in cols]).schema
-    parsed = F.from_json(F.coalesce("__up", "__any"), schema, ROW_JSON)
-    return per_key.select(*[parsed[c].alias(c) for c in cols],
-                          F.when(F.col("__up").isNotNull(), F.lit("+U")).otherwise(F.lit("-D")).alias("__op"))
 
 
 def label_changes(batch, key: list[str], cols: list[str]):

@@ -10,7 +10,7 @@ parsing and verifying them, and then compiling the class-loading code it ran so 
 A cron or Airflow run with ``--once`` pays that every time. JDK 17's dynamic CDS archive
 (``-XX:ArchiveClassesAtExit``) keeps the classes a run loaded pre-parsed in one file that
 the next JVM maps at start. Measured on the 2-core machine: session start 6.0 → 3.9 s,
-the first query 2.6 → 1.2 s (``README.md``, Quick start). ``scripts/build_jvm_archive.py``
+the first query 2.6 → 1.2 s (docs/tuning.md). ``scripts/build_jvm_archive.py``
 (run by ``scripts/setup.sh``) writes it. The JVM checks the file itself (the same JDK
 build and class path as when it was written) and, finding it stale, starts without it:
 the options switch off that warning, so a stale archive only costs the speed-up, never a
@@ -20,7 +20,7 @@ run.
 records, JSON rows, Arrow buffers) and waits for all of it anyway, so pause times matter
 less than the CPU the collector and its write barriers take. JDK 17 picks G1 on this
 machine; over five interleaved pairs of 1M-event joins the parallel collector saved 2.3
-of 38 CPU-s and 0.9 s of wall time on average (README, Benchmarks). It is chosen only
+of 38 CPU-s and 0.9 s of wall time on average (docs/tuning.md). It is chosen only
 when nothing else names a collector: two are a fatal JVM error ("Multiple garbage
 collectors selected"), and a user's choice wins.
 

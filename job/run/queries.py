@@ -171,9 +171,31 @@ def query_failure(query) -> PipelineError:
         err.exit_code = EXIT_UNREACHABLE
         return err
     err = spark_error(exc, f"query '{query.name}'", origin=None)
-    err.message = f"query '{query.name}' failed: " + err.message.split(": ", 1)[-1]
+    cause = root_cause(text)
+    err.message = f"query '{query.name}' failed: " + (cause or err.message.split(": ", 1)[-1])
     err.exit_code = EXIT_OTHER
     return err
+
+
+_OPERATOR_REASON = re.compile(r"\[TRANSFORM_WITH_STATE_USER_FUNCTION_ERROR\].*?Reason: (.*?)(?: SQLSTATE: \w+|$)",
+                              re.S)
+_EXCEPTION_LINE = re.compile(r"^\s*(?:[\w.$]+\.)?(\w+(?:Error|Exception)): (.+)$", re.M)
+
+
+def root_cause(text: str):
+    """What went wrong, out of a failure Spark wraps in layers: an engine operator's own
+    reason, or the innermost exception of a sink's Python traceback, instead of 'An
+    exception was raised by the Python Proxy'. None when the text says it already."""
+    reason = _OPERATOR_REASON.search(text)
+    if reason:
+        return "the engine's operator stopped: " + " ".join(reason.group(1).split())
+    if "Python Proxy" not in text:
+        return None
+    causes = [m for m in _EXCEPTION_LINE.finditer(text) if m.group(1) not in ("Py4JJavaError", "Py4JException")]
+    if not causes:
+        return None
+    name, message = causes[-1].group(1), causes[-1].group(2).strip()
+    return f"{name}: {message[:400]}"
 
 
 def explain_lines(program: Program, plans: list[QueryPlan], checkpoint_dir: str) -> list[str]:

@@ -1,11 +1,11 @@
 """Restarting a query that failed for a reason that is the machine's, not the pipeline's.
 
-Spark starts a Python process for each stateful operator of the changelog engine, on the
-driver while planning a micro-batch and on the executors while running it, and waits a
-fixed 10 s for it to connect back. On an overloaded machine that wait can expire: the
-query fails with "Python worker failed to connect back" although nothing is wrong with
-the pipeline or the data (the crash loop of tests/reliability found this under a load
-average of 14 on 2 cores). Task retries do not help when it happens on the driver.
+Spark starts a Python process for Python code that runs in tasks (a sink's micro-batch
+function, a Python data source), and waits a fixed 10 s for it to connect back. On an
+overloaded machine that wait can expire: the query fails with "Python worker failed to
+connect back" although nothing is wrong with the pipeline or the data (the crash loop of
+tests/reliability found this under a load average of 14 on 2 cores). Task retries do not
+help when it happens on the driver.
 
 Such a query is started again from its checkpoint, in the same application — it redoes
 the uncommitted micro-batch, so nothing is lost or duplicated — at most

@@ -3,7 +3,7 @@
 ``run(RunOptions(...))`` returns an exit code and never calls ``sys.exit``, so tests and
 an Airflow PythonOperator can call it directly; ``job.main`` is a thin wrapper.
 
-Exit codes (README "Exit codes"), each with one line on stderr saying which:
+Exit codes (docs/operations.md, "Exit codes"), each with one line on stderr saying which:
 
     0  ok (also after a graceful stop by SIGTERM/SIGINT)
     1  any other failure

@@ -125,6 +125,15 @@ public final class Engine {
     return run(input, s.strings("keys"), op, Spec.concat(rowSchema, new StructType().add("__op", DataTypes.StringType)));
   }
 
+  /** A batch's changes netted per sink key (no state). Spec: keys, row, sign. Output: row, __op. */
+  public static Dataset<Row> netChanges(Dataset<Row> input, String json) {
+    Spec s = Spec.parse(json);
+    StructType schema = input.schema();
+    StructType rowSchema = Spec.select(schema, s.strings("row"));
+    NetOp op = new NetOp(Spec.indices(schema, s.strings("row")), schema.fieldIndex(s.text("sign")));
+    return run(input, s.strings("keys"), op, Spec.concat(rowSchema, new StructType().add("__op", DataTypes.StringType)));
+  }
+
   /**
    * Top-N. Spec: keys (partition), row, sort: [{column, descending, nulls_first}], sign,
    * function (row_number | rank | dense_rank), lower, upper, append_only, show_rank,

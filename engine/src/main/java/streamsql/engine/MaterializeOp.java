@@ -89,11 +89,6 @@ final class MaterializeOp extends Operator {
   }
 
   private static Row withOp(Row r, String op) {
-    Object[] v = new Object[r.length() + 1];
-    for (int i = 0; i < r.length(); i++) {
-      v[i] = r.get(i);
-    }
-    v[r.length()] = op;
-    return row(v);
+    return NetOp.withOp(r, op);
   }
 }
