@@ -53,12 +53,11 @@ How the two engines are set up:
   parallelism 2, its defaults otherwise (heap state backend, no checkpoints, no mini-batch);
   the Kafka SQL connector from Maven Central. Run by `benchmarks/flink_runner.py`.
 - **The job**: `./spark-submit.sh`, local Spark on the machine's cores with
-  `conf/spark-defaults.conf` (RocksDB state, 4 shuffle partitions); `--once` for bounded
+  `conf/spark-defaults.conf` (RocksDB state, 2 shuffle partitions); `--once` for bounded
   input. `--job-rev REV` measures a commit's snapshot instead of the working tree; each
   record names the job's version (`+dirty`: an edited working tree).
-- **Same SQL**: both read one rendered text of `benchmarks/pipelines/`; they differ only in
-  Flink's Kafka sources getting `'scan.bounded.mode' = 'latest-offset'` (Flink needs it to
-  end; the job refuses the option, its `--once` ends at what is there).
+- **Same SQL**: both read one rendered text of `benchmarks/pipelines/`; Kafka sources have
+  `'scan.bounded.mode' = 'latest-offset'`, so both engines end at the offsets they start with.
 - **One file per table**: Flink's filesystem source reads a table's files in parallel with
   no order between them, so a changelog spread over several files gives Flink wrong final
   rows (10 files per table: 391 of 1,000 account counts wrong). With one file per table

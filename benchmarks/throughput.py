@@ -14,8 +14,8 @@ its start to its exit: the job by `./spark-submit.sh -- --file pipeline.sql --on
 Spark on this machine's cores), Flink by benchmarks/flink_runner.py in Flink's own
 virtualenv (PyFlink's mini-cluster, streaming mode, parallelism 2). Both read the same
 rendered SQL (the seed pipeline, source tables from benchmarks/pipelines/) into a
-`blackhole` sink; Flink's Kafka sources get 'scan.bounded.mode' = 'latest-offset' (the job's
---once already stops at the end of what is there).
+`blackhole` sink; Kafka sources have 'scan.bounded.mode' = 'latest-offset' (both engines
+stop at the end of what is there).
 
 Pairs alternate which engine goes first (F,J then J,F ...). The first pair is *cold*: before
 each of its runs the input files and the engine's own jars and libraries are dropped from the
@@ -100,8 +100,8 @@ def kafka_topics(data: Path, bootstrap: str, partitions: int = 2) -> dict[str, s
 
 def render_pipeline(query: str, source: str, engine: str, data: Path, bootstrap: str, topics: dict,
                     sink: str, sink_prefix: str = "") -> str:
-    """The SQL both engines run: source tables + the seed query, one text per engine (they
-    differ only in Flink's 'scan.bounded.mode' on Kafka sources)."""
+    """The SQL both engines run: source tables + the seed query, the same text for both
+    (Kafka sources end at the offsets they start with: 'scan.bounded.mode' = 'latest-offset')."""
     if sink == "blackhole":
         sink_options, sink_topics = "'connector' = 'blackhole'", ""
     else:
@@ -110,7 +110,7 @@ def render_pipeline(query: str, source: str, engine: str, data: Path, bootstrap:
         sink_topics = "1"
     variables = {"data": str(data), "bootstrap": bootstrap, "sink_options": sink_options, "sink_topics": sink_topics,
                  "topic_prefix": sink_prefix,
-                 "kafka_bounded": ", 'scan.bounded.mode' = 'latest-offset'" if engine == "flink" else "",
+                 "kafka_bounded": ", 'scan.bounded.mode' = 'latest-offset'",
                  **{f"{t}_topic": topics.get(t, "") for t in TABLES}}
     tables = (PIPELINES / ("tables_files.sql" if source == "files" else "tables_kafka.sql")).read_text()
     return engines.render(tables, variables) + "\n" + engines.render((PIPELINES / QUERIES[query]).read_text(), variables)

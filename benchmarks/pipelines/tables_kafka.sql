@@ -1,5 +1,5 @@
--- The benchmark's three tables as upsert-kafka topics (loaded by benchmarks/run.py and throughput.py).
--- kafka_bounded: '' for the job (--once reads what is there), ", 'scan.bounded.mode' = 'latest-offset'" for Flink.
+-- The benchmark's three tables as upsert-kafka topics (loaded by benchmarks/throughput.py).
+-- kafka_bounded: ", 'scan.bounded.mode' = 'latest-offset'" (both engines end at the offsets they start with).
 CREATE TABLE users (
   uid STRING, accountId STRING, score INT,
   PRIMARY KEY (uid) NOT ENFORCED
