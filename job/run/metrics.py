@@ -123,15 +123,24 @@ def instrument_sink(sink, key: str, counts: OutputCounts = OUTPUTS, gate: StopGa
 
     * ``write_stream(df)`` (append-only results): a streaming observation on ``df``; its
       value arrives in the progress' ``observedMetrics``.
+    * ``write_upsert_stream(df)`` (upserts written as a stream): the same observation,
+      also counting the upserts and deletes by ``__op``.
     * ``write_changes(batch, id)``: the batch is cached, its ``__op`` values counted,
       then it is written (from the cache, so the query is not computed twice).
     """
     from pyspark.sql import functions as F
 
     write_stream, write_changes, write_append = sink.write_stream, sink.write_changes, sink.write_append
+    write_upsert_stream = sink.write_upsert_stream
 
     def observed_write_stream(df):
         return write_stream(df.observe(OUTPUT_OBSERVATION, F.count(F.lit(1)).alias("rows")))
+
+    def observed_write_upsert_stream(df):
+        upsert = F.col("__op").isin("+I", "+U")
+        return write_upsert_stream(df.observe(
+            OUTPUT_OBSERVATION, F.count(F.lit(1)).alias("rows"), F.count(F.when(upsert, 1)).alias("upserts"),
+            F.count(F.when(F.col("__op") == "-D", 1)).alias("deletes")))
 
     def gated_write_append(batch, batch_id):
         gate.check(key, batch_id)
@@ -156,6 +165,7 @@ def instrument_sink(sink, key: str, counts: OutputCounts = OUTPUTS, gate: StopGa
                                       "deletes": by_op.get("-D", 0)})
 
     sink.write_stream = observed_write_stream
+    sink.write_upsert_stream = observed_write_upsert_stream
     sink.write_changes = observed_write_changes
     sink.write_append = gated_write_append
     return sink
@@ -193,6 +203,8 @@ def figures(p: dict, outputs: Optional[dict] = None) -> BatchFigures:
         rows, upserts, deletes = outputs.get("rows"), outputs.get("upserts"), outputs.get("deletes")
     elif OUTPUT_OBSERVATION in observed:
         rows = _metric(observed[OUTPUT_OBSERVATION], "rows")
+        upserts, deletes = (None if v is None else int(v) for v in
+                            (_metric(observed[OUTPUT_OBSERVATION], "upserts"), _metric(observed[OUTPUT_OBSERVATION], "deletes")))
     if rows is None:
         sink_rows = (p.get("sink") or {}).get("numOutputRows", -1)
         rows = sink_rows if sink_rows is not None and sink_rows >= 0 else None
