@@ -22,7 +22,7 @@ FORMAT_ENTRY_POINT_GROUP = "streamsql.formats"
 
 BUILTIN_CONNECTORS = (
     "job.connectors.kafka",
-    "job.connectors.upsert_kafka",
+    "job.connectors.kafka.upsert",
     "job.connectors.filesystem",
     "job.connectors.datagen",
     "job.connectors.print",

@@ -309,7 +309,7 @@ def _run(options: RunOptions, out, err, masker: Masker) -> int:
         out.flush()
         if options.dry_run:
             return EXIT_OK
-    from job.connectors.metastore import start_thrift_server
+    from job.connectors.filesystem.metastore import start_thrift_server
 
     start_thrift_server(spark, program.conf, err)
     return execute(spark, program, plans, options, err)

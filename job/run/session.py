@@ -64,7 +64,7 @@ def catalog_conf(program, offline: bool = False) -> dict[str, str]:
     """Hive support (Spark's metastore) only for a pipeline that needs it: one writing a
     lake table ('metastore.table') or serving the Thrift server. A --dry-run contacts no
     metastore, so it plans without."""
-    from job.connectors import metastore
+    from job.connectors.filesystem import metastore
 
     if offline or not metastore.uses_metastore(program.catalog.tables.values(), program.conf):
         return {}
@@ -133,7 +133,7 @@ def build_session(app_name: str, conf: Mapping[str, str], *, verbose: bool = Fal
         except Exception:  # static confs of an already running session cannot change
             pass
     spark.sparkContext.setLogLevel("INFO" if verbose else "ERROR")
-    from job.connectors.metastore import prepare_session
+    from job.connectors.filesystem.metastore import prepare_session
 
     prepare_session(spark, conf, verbose)
     return spark

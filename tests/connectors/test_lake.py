@@ -13,7 +13,7 @@ import uuid
 import pytest
 from chispa import assert_df_equality
 
-from job.connectors import metastore
+from job.connectors.filesystem import metastore
 from job.connectors.base import SinkContext
 from job.connectors.registry import validate_options
 from job.errors import PipelineError

@@ -12,7 +12,7 @@ import psycopg
 import pytest
 from chispa import assert_df_equality
 
-from job.connectors import pg_replication as pg
+from job.connectors.postgres_cdc import replication as pg
 from job.connectors.base import SourceContext
 from job.connectors.postgres_cdc import preflight
 from job.connectors.registry import validate_options

@@ -27,7 +27,7 @@ only after the query stopped cleanly).
 With ``'metastore.table'`` (parquet only) the directory is also a table of Spark's
 metastore, and the sink publishes each micro-batch itself, idempotently, instead of
 through ``_spark_metadata``, which metastore readers never consult: see
-:mod:`job.connectors.metastore`.
+:mod:`job.connectors.filesystem.metastore`.
 """
 from __future__ import annotations
 
@@ -157,7 +157,7 @@ def check(table, options, role):
 
 
 def _check_metastore(table, options, role, fmt):
-    from job.connectors.metastore import table_name
+    from job.connectors.filesystem.metastore import table_name
 
     table_name(table, options)  # a well-formed name
     if fmt.name != "parquet":
@@ -376,7 +376,7 @@ class FileSystemSink(Sink):
 
 def create_sink(ctx) -> Sink:
     if ctx.options.get("metastore.table"):
-        from job.connectors.metastore import LakeSink
+        from job.connectors.filesystem.metastore import LakeSink
 
         return LakeSink(ctx)
     return FileSystemSink(ctx)

@@ -1,7 +1,7 @@
 """jdbc: a database table as a sink (append or upsert) and as a bounded source.
 
 PostgreSQL is the tested database; MySQL/MariaDB runs through the same code with its own
-SQL from :mod:`job.connectors.jdbc_dialects` (the only place dialects differ).
+SQL from :mod:`job.connectors.jdbc.dialects` (the only place dialects differ).
 
 **Sink: stage, then merge in one transaction.** Each micro-batch is written by Spark's
 own JDBC writer, on the executors, into a staging table (an empty copy of the target's
@@ -48,7 +48,7 @@ import uuid
 from typing import Optional
 
 from job.connectors.base import APPEND, UPSERT, Connector, Option, Sink, SinkError, SourceStream
-from job.connectors.jdbc_dialects import Dialect, can_hold, dialect_for
+from job.connectors.jdbc.dialects import Dialect, can_hold, dialect_for
 from job.errors import EXIT_INVALID, EXIT_OTHER, EXIT_UNREACHABLE, PipelineError
 
 OPTIONS = (

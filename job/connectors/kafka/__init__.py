@@ -1,7 +1,7 @@
 """kafka: a topic as an append-only table (or a changelog with 'debezium-json')."""
 from __future__ import annotations
 
-from job.connectors import kafka_common as kc
+from job.connectors.kafka import common as kc
 from job.connectors.base import APPEND, CHANGELOG, Connector, Option, Sink, SourceStream
 from job.connectors.rows import changelog_rows, table_frame
 

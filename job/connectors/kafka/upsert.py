@@ -6,7 +6,7 @@ tombstone when the row is deleted.
 """
 from __future__ import annotations
 
-from job.connectors import kafka_common as kc
+from job.connectors.kafka import common as kc
 from job.connectors.base import UPSERT, Connector, Option, Sink, SourceStream
 from job.connectors.rows import table_frame
 

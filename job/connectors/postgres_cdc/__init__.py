@@ -7,7 +7,7 @@ wal2json), reads the whole table (the snapshot, unless 'scan.startup.mode' =
 slot's creation. The stream's offset is the replication position (LSN): Spark keeps it
 in the query's checkpoint, and the slot is acknowledged (``pg_replication_slot_advance``)
 only after Spark has committed the micro-batch, so a query that crashes or is stopped
-resumes where its checkpoint says and loses nothing. See ``pg_replication`` for how
+resumes where its checkpoint says and loses nothing. See ``replication`` for how
 batches are cut (whole transactions) and read.
 
 Why an upsert stream: the snapshot is an ordinary query run some time after the slot was
@@ -45,7 +45,7 @@ import re
 from datetime import datetime, timezone
 from typing import Any, Mapping, Optional
 
-from job.connectors import pg_replication as pg
+from job.connectors.postgres_cdc import replication as pg
 from job.connectors.base import UPSERT, Connector, Option, SourceStream
 from job.errors import EXIT_UNREACHABLE, PipelineError
 
