@@ -16,8 +16,9 @@ checkpoints, again without loss. Settings (``SET`` in the pipeline)::
     SET 'streamsql.source.unavailable.timeout' = '10 s';  -- fail: default 10 s; wait: no limit
 
 Under ``wait`` a timeout makes the wait bounded: after it the job exits 3 as well.
-Reachability is a TCP connect to the table's ``properties.bootstrap.servers`` every
-couple of seconds (from a background thread: a dead host costs a connect timeout).
+Reachability is a TCP connect to the endpoints the tables' connectors declare (Kafka's
+``properties.bootstrap.servers``) every couple of seconds (from a background thread: a
+dead host costs a connect timeout).
 """
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ CONNECT_TIMEOUT_S = 2.0
 
 def settings(conf: dict) -> tuple[str, Optional[float]]:
     """(mode, timeout in seconds or None for no limit), validated."""
-    from job.connectors.registry import parse_duration_ms
+    from job.options import parse_duration_ms
 
     mode = str(conf.get(MODE_KEY, "wait")).strip().lower()
     if mode not in MODES:
@@ -56,15 +57,14 @@ def settings(conf: dict) -> tuple[str, Optional[float]]:
 
 
 def endpoints_in_use(program) -> dict[str, list[tuple[str, int]]]:
-    """Each distinct 'properties.bootstrap.servers' value of the tables a run uses."""
-    from job.run.sources import ENDPOINT_OPTIONS, _endpoints, tables_in_use
+    """Each distinct endpoint (e.g. a 'properties.bootstrap.servers' value) of the tables
+    a run uses → its (host, port) addresses."""
+    from job.connectors.registry import endpoints
+    from job.run.sources import tables_in_use
 
     out: dict[str, list[tuple[str, int]]] = {}
-    for table in tables_in_use(program):
-        for option, default_port in ENDPOINT_OPTIONS.items():
-            value = table.options.get(option)
-            if value and value not in out:
-                out[value] = _endpoints(value, default_port)
+    for _bound, endpoint in endpoints(tables_in_use(program)):
+        out.setdefault(endpoint.value, list(endpoint.addresses))
     return out
 
 

@@ -133,7 +133,7 @@ def build_session(app_name: str, conf: Mapping[str, str], *, verbose: bool = Fal
         except Exception:  # static confs of an already running session cannot change
             pass
     spark.sparkContext.setLogLevel("INFO" if verbose else "ERROR")
-    from job.connectors.filesystem.metastore import prepare_session
+    from job.connectors.registry import prepare_session
 
     prepare_session(spark, conf, verbose)
     return spark

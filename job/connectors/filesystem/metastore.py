@@ -7,26 +7,6 @@ added after each micro-batch, its columns extended when the declaration gains a 
 column (schema evolution: older files read the new column as NULL). ``spark-sql``, the
 Thrift JDBC server or any Hive-compatible engine then queries it by name.
 
-Why not Spark's streaming file sink here: it makes a batch visible by listing its files
-in ``_spark_metadata``, a log only Spark's own path-based readers consult. A reader going
-through the metastore lists the partition directories instead, so it would see the files
-of a micro-batch that crashed before its commit, and the replayed batch's files as well.
-:class:`LakeSink` therefore writes each micro-batch in ``foreachBatch`` with a protocol
-that is idempotent per batch id:
-
-1. Write the batch to ``<path>/_streamsql/<query id>/batch-<id>/`` (a ``_``-directory:
-   Spark, Hive and the filesystem source ignore it). Spark's committer marks a complete
-   write with ``_SUCCESS``; an incomplete one left by a crash is deleted and rewritten.
-2. Move (rename) each staged file into its partition directory of the table.
-3. Register the batch's new partitions (``ALTER TABLE … ADD IF NOT EXISTS PARTITION``).
-4. Record ``committed-<id>`` and drop the staging directory.
-
-A replay of a batch whose staging is complete rolls forward (moves what is left, never
-writes again); a replay of a recorded batch does nothing. So every record reaches the
-table exactly once. Renames are atomic per file, not per batch: after a crash in step 2,
-the files moved so far are visible until the restarted job moves the rest. The query id
-is the checkpoint's own (``<checkpoint>/metadata``), so a fresh checkpoint starts afresh.
-
 The session needs Hive support for the table to outlive the job; :func:`session_conf`
 gives the settings (embedded Derby under ``streamsql.metastore.dir`` unless the pipeline
 points at a metastore of its own), and :func:`start_thrift_server` serves the running
@@ -40,10 +20,11 @@ import re
 import socket
 import sys
 from typing import Any, Mapping, Optional
-from urllib.parse import unquote
 
-from job.connectors.filesystem import FileSystemSink, data_columns, partition_columns
+from job.connectors.filesystem.layout import data_columns, partition_columns
+from job.connectors.hadoop import java_causes, qualified
 from job.errors import EXIT_OTHER, EXIT_UNREACHABLE, PipelineError
+from job.options import table_error
 
 # Pipeline conf (YAML conf or SET) understood here.
 DIR_KEY = "streamsql.metastore.dir"
@@ -54,7 +35,6 @@ REMOTE_KEYS = ("hive.metastore.uris", "spark.hadoop.hive.metastore.uris")
 DERBY_KEYS = ("javax.jdo.option.ConnectionURL", "spark.hadoop.javax.jdo.option.ConnectionURL")
 WAREHOUSE_KEY = "spark.sql.warehouse.dir"
 
-STAGING_DIR = "_streamsql"
 TABLE_OPTION = "metastore.table"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -170,22 +150,16 @@ def table_name(table, options: Mapping[str, Any]) -> tuple[str, str]:
     if len(parts) == 1:
         parts = ["default"] + parts
     if len(parts) != 2 or not all(_NAME.match(p) for p in parts):
-        _fail(table, f"'{TABLE_OPTION}' = '{raw}' of table '{table.name}' is not a table name",
-              option=TABLE_OPTION, hint="write 'database.table' or 'table' (letters, digits and '_')")
+        raise table_error(table, f"'{TABLE_OPTION}' = '{raw}' of table '{table.name}' is not a table name",
+                          option=TABLE_OPTION, hint="write 'database.table' or 'table' (letters, digits and '_')")
     return parts[0].lower(), parts[1].lower()
 
 
-def _fail(table, message, option=None, hint=None, exit_code=None):
-    from job.connectors.filesystem import _fail as fail
-
-    fail(table, message, option=option, hint=hint, exit_code=exit_code)
-
-
-def _ident(name: str) -> str:
+def ident(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def _literal(text: str) -> str:
+def literal(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
@@ -196,54 +170,54 @@ def ensure_table(spark, table, options: Mapping[str, Any]) -> list[str]:
     add the declared columns it lacks. Runs before the query starts, so a conflict stops
     the job before anything is written. Returns the columns added."""
     db, name = table_name(table, options)
-    full = f"{_ident(db)}.{_ident(name)}"
+    full = f"{ident(db)}.{ident(name)}"
     parts = partition_columns(table)
     data = data_columns(table)
     types = {c.name: c.spark_type for c in table.physical_columns}
     if not _reach(spark, table, lambda: spark.catalog.databaseExists(db)):
         if not options.get("metastore.create-database", True):
-            _fail(table, f"database '{db}' of '{TABLE_OPTION}' = '{options[TABLE_OPTION]}' (table '{table.name}') "
-                         "does not exist and 'metastore.create-database' is false", option="metastore.create-database",
-                  hint=f"create it (CREATE DATABASE {db}) or set 'metastore.create-database' = 'true'")
-        spark.sql(f"CREATE DATABASE IF NOT EXISTS {_ident(db)}")
+            raise table_error(table, f"database '{db}' of '{TABLE_OPTION}' = '{options[TABLE_OPTION]}' (table '{table.name}') "
+                                     "does not exist and 'metastore.create-database' is false", option="metastore.create-database",
+                              hint=f"create it (CREATE DATABASE {db}) or set 'metastore.create-database' = 'true'")
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS {ident(db)}")
     location = qualified(spark, options["path"])
     if not spark.catalog.tableExists(f"{db}.{name}"):
-        cols = ", ".join(f"{_ident(c)} {types[c]}" for c in data + parts)
-        partitioned = f" PARTITIONED BY ({', '.join(_ident(p) for p in parts)})" if parts else ""
-        spark.sql(f"CREATE TABLE IF NOT EXISTS {full} ({cols}) USING parquet{partitioned} LOCATION {_literal(location)}")
+        cols = ", ".join(f"{ident(c)} {types[c]}" for c in data + parts)
+        partitioned = f" PARTITIONED BY ({', '.join(ident(p) for p in parts)})" if parts else ""
+        spark.sql(f"CREATE TABLE IF NOT EXISTS {full} ({cols}) USING parquet{partitioned} LOCATION {literal(location)}")
         return []
     meta = _metadata(spark, db, name)
     where = f"metastore table '{db}.{name}' (table '{table.name}', option '{TABLE_OPTION}')"
     if meta["type"] == "VIEW" or meta["provider"] != "parquet":
-        _fail(table, f"{where} is a {'view' if meta['type'] == 'VIEW' else meta['provider'] + ' table'}; "
-                     "this sink writes Parquet files into an external parquet table", option=TABLE_OPTION,
-              hint="name another table, or drop that one")
+        raise table_error(table, f"{where} is a {'view' if meta['type'] == 'VIEW' else meta['provider'] + ' table'}; "
+                                 "this sink writes Parquet files into an external parquet table", option=TABLE_OPTION,
+                          hint="name another table, or drop that one")
     if qualified(spark, meta["location"]).rstrip("/") != location.rstrip("/"):
-        _fail(table, f"{where} lives at '{meta['location']}', not at 'path' = '{options['path']}'", option="path",
-              hint="point 'path' at the table's location, or name another table")
+        raise table_error(table, f"{where} lives at '{meta['location']}', not at 'path' = '{options['path']}'", option="path",
+                          hint="point 'path' at the table's location, or name another table")
     if [p.lower() for p in meta["partitions"]] != [p.lower() for p in parts]:
-        _fail(table, f"{where} is partitioned by ({', '.join(meta['partitions'])}), but the table declares "
-                     f"PARTITIONED BY ({', '.join(parts)}); partitioning cannot change", option=TABLE_OPTION,
-              hint="declare the table's partitioning, or write a new table")
+        raise table_error(table, f"{where} is partitioned by ({', '.join(meta['partitions'])}), but the table declares "
+                                 f"PARTITIONED BY ({', '.join(parts)}); partitioning cannot change", option=TABLE_OPTION,
+                          hint="declare the table's partitioning, or write a new table")
     existing = {f["name"].lower(): f for f in meta["columns"]}
     added = []
     for col in table.physical_columns:
         have = existing.get(col.name.lower())
         if have is None:
             if not col.nullable:
-                _fail(table, f"column '{col.name}' is new in {where} and declared NOT NULL, but the table's "
-                             "existing files have no value for it", option=TABLE_OPTION,
-                      hint="declare the new column nullable (older rows read it as NULL)")
+                raise table_error(table, f"column '{col.name}' is new in {where} and declared NOT NULL, but the table's "
+                                         "existing files have no value for it", option=TABLE_OPTION,
+                                  hint="declare the new column nullable (older rows read it as NULL)")
             added.append(col.name)
             continue
         want = _catalog_type(spark, col.spark_type)
         if want != have["type"]:
-            _fail(table, f"column '{col.name}' of {where} holds {have['type']}, but the table declares it "
-                         f"{col.flink_type} ({want}); the metastore table cannot hold that type, and its files "
-                         "already store the old one", option=TABLE_OPTION,
-                  hint=f"declare '{col.name}' as {have['type']} (CAST in the query), or write a new table")
+            raise table_error(table, f"column '{col.name}' of {where} holds {have['type']}, but the table declares it "
+                                     f"{col.flink_type} ({want}); the metastore table cannot hold that type, and its files "
+                                     "already store the old one", option=TABLE_OPTION,
+                              hint=f"declare '{col.name}' as {have['type']} (CAST in the query), or write a new table")
     if added:
-        spark.sql(f"ALTER TABLE {full} ADD COLUMNS ({', '.join(_ident(c) + ' ' + types[c] for c in added)})")
+        spark.sql(f"ALTER TABLE {full} ADD COLUMNS ({', '.join(ident(c) + ' ' + types[c] for c in added)})")
     return added
 
 
@@ -254,8 +228,6 @@ def _reach(spark, table, first_call):
     try:
         return first_call()
     except Exception as exc:  # noqa: BLE001 - py4j/analysis errors of the Hive client
-        from job.run.runner import java_causes
-
         # The Python message is Hive's outermost one; the reason (Derby's, the network's) is
         # in the Java causes: the captured JVM stack trace of an AnalysisException.
         causes = [line.strip()[len("Caused by: "):] for line in (getattr(exc, "_stackTrace", None) or "").splitlines()
@@ -265,16 +237,16 @@ def _reach(spark, table, first_call):
         uris = spark.sparkContext.getConf().get("spark.hadoop.hive.metastore.uris", "") or ""
         if "Another instance of Derby" in text or "Failed to start database" in text:
             where = re.sub(r"^jdbc:derby:;databaseName=|;.*$", "", url)
-            _fail(table, f"cannot open the metastore of table '{table.name}' ('{TABLE_OPTION}'): its embedded Derby "
-                         f"database '{where}' is in use by another process, and Derby admits one at a time",
-                  option=TABLE_OPTION, exit_code=EXIT_UNREACHABLE,
-                  hint="stop that process (a running job or spark-sql), query a running job through its Thrift "
-                       f"server ('{THRIFT_PORT_KEY}'), or give this pipeline its own '{DIR_KEY}'")
+            raise table_error(table, f"cannot open the metastore of table '{table.name}' ('{TABLE_OPTION}'): its embedded Derby "
+                                     f"database '{where}' is in use by another process, and Derby admits one at a time",
+                              option=TABLE_OPTION, exit_code=EXIT_UNREACHABLE,
+                              hint="stop that process (a running job or spark-sql), query a running job through its Thrift "
+                                   f"server ('{THRIFT_PORT_KEY}'), or give this pipeline its own '{DIR_KEY}'")
         if "SessionHiveMetaStoreClient" in text or "metastore" in text.lower():
             cause = (causes or [str(exc)])[-1]  # the root cause says most
-            _fail(table, f"cannot reach the metastore of table '{table.name}' ('{TABLE_OPTION}')"
-                         f"{' at ' + uris if uris else ''}: {cause[:300]}", option=TABLE_OPTION,
-                  exit_code=EXIT_UNREACHABLE, hint="check 'hive.metastore.uris' or the JDO connection settings")
+            raise table_error(table, f"cannot reach the metastore of table '{table.name}' ('{TABLE_OPTION}')"
+                                     f"{' at ' + uris if uris else ''}: {cause[:300]}", option=TABLE_OPTION,
+                              exit_code=EXIT_UNREACHABLE, hint="check 'hive.metastore.uris' or the JDO connection settings")
         raise
 
 
@@ -299,146 +271,3 @@ def _catalog_type(spark, text: str, is_json: bool = False) -> str:
     """A type in Spark's canonical spelling (``decimal(10,2)``, ``struct<a:int>``)."""
     types = spark._jvm.org.apache.spark.sql.types.DataType
     return (types.fromJson(text) if is_json else types.fromDDL(text)).catalogString()
-
-
-def qualified(spark, path: str) -> str:
-    """'path' as the catalog stores a location (``file:/tmp/x``, ``s3a://bucket/x``)."""
-    jvm = spark._jvm
-    p = jvm.org.apache.hadoop.fs.Path(path)
-    fs = p.getFileSystem(spark._jsc.hadoopConfiguration())
-    # 'file:/x' and 'file:///x' name one directory: compare paths in one spelling.
-    return fs.makeQualified(p).toUri().normalize().toString().replace(":///", ":/", 1)
-
-
-# --------------------------------------------------------------------------- the sink
-
-class LakeSink(FileSystemSink):
-    """Parquet files published per micro-batch into a metastore table (see the module
-    docstring for the protocol)."""
-
-    def __init__(self, ctx) -> None:
-        super().__init__(ctx)
-        self.added_columns: list[str] = []
-        self._query_id: Optional[str] = None
-        self._known_partitions: set[str] = set()
-        self.db, self.name = table_name(ctx.table, ctx.options)
-        if not ctx.offline:
-            if ctx.spark.conf.get("spark.sql.catalogImplementation", "in-memory") != "hive":
-                # A caller's own session (a library call) decided the catalog already.
-                print(f"streamsql: warning: the Spark session has no Hive support, so '{TABLE_OPTION}' = "
-                      f"'{self.db}.{self.name}' lives in this session's in-memory catalog only", file=sys.stderr)
-            self.added_columns = ensure_table(ctx.spark, ctx.table, ctx.options)
-
-    def write_stream(self, df):
-        return df.writeStream.foreachBatch(lambda batch, batch_id: self.write_append(batch, batch_id))
-
-    def write_append(self, batch, batch_id):
-        spark = batch.sparkSession
-        jvm = spark._jvm
-        root = jvm.org.apache.hadoop.fs.Path(self.ctx.options["path"])
-        fs = root.getFileSystem(spark._jsc.hadoopConfiguration())
-        root = fs.makeQualified(root)  # listings return qualified paths
-        work = jvm.org.apache.hadoop.fs.Path(root, f"{STAGING_DIR}/{self.query_id(spark)}")
-        staged = jvm.org.apache.hadoop.fs.Path(work, f"batch-{batch_id}")
-        committed = self._last_committed(fs, work)
-        if committed is not None and batch_id <= committed:
-            fs.delete(staged, True)  # a replay of a published batch (the crash came after step 4)
-            return
-        if not fs.exists(jvm.org.apache.hadoop.fs.Path(staged, "_SUCCESS")):
-            self._stage(batch, staged.toString())
-        partitions = self._publish(fs, root, staged, batch_id)
-        self._register(spark, partitions)
-        # This session (and the Thrift server's, which share its caches) lists files anew.
-        spark.catalog.refreshTable(f"{self.db}.{self.name}")
-        fs.create(jvm.org.apache.hadoop.fs.Path(work, f"committed-{batch_id}"), True).close()
-        if committed is not None:
-            fs.delete(jvm.org.apache.hadoop.fs.Path(work, f"committed-{committed}"), False)
-        fs.delete(staged, True)
-
-    def query_id(self, spark) -> str:
-        """The streaming query's id, stable across restarts of one checkpoint."""
-        if self._query_id is None:
-            jvm = spark._jvm
-            path = jvm.org.apache.hadoop.fs.Path(self.ctx.checkpoint, "metadata")
-            fs = path.getFileSystem(spark._jsc.hadoopConfiguration())
-            stream = fs.open(path)
-            try:
-                text = jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
-            finally:
-                stream.close()
-            self._query_id = json.loads(text.splitlines()[0])["id"]
-        return self._query_id
-
-    @staticmethod
-    def _last_committed(fs, work) -> Optional[int]:
-        if not fs.exists(work):
-            return None
-        ids = [int(m.group(1)) for s in fs.listStatus(work)
-               if (m := re.fullmatch(r"committed-(\d+)", s.getPath().getName()))]
-        return max(ids) if ids else None
-
-    def _stage(self, batch, target: str) -> None:
-        """Step 1: the whole batch into its staging directory (overwriting a partial one)."""
-        from pyspark.sql import functions as F
-
-        frame, spark_format, opts = self._prepared(batch)
-        parts = partition_columns(self.ctx.table)
-        if parts:  # one file per partition and batch, not one per task and partition
-            frame = frame.repartition(*[F.col(f"`{p}`") for p in parts])
-        frame.write.format(spark_format).options(**opts).partitionBy(*parts).mode("overwrite").save(target)
-
-    def _publish(self, fs, root, staged, batch_id) -> set[str]:
-        """Step 2: move the staged files into the table; returns the batch's partition
-        directories. Files an earlier attempt moved are no longer staged; the staged
-        directories stay until step 4, so the partitions are still known."""
-        prefix = staged.toUri().getPath().rstrip("/") + "/"
-        moves = []
-        files = fs.listFiles(staged, True)
-        while files.hasNext():
-            path = files.next().getPath()
-            if not path.getName().startswith(("_", ".")):  # _SUCCESS, checksums
-                moves.append((path, path.toUri().getPath()[len(prefix):]))
-        for path, rel in moves:
-            directory, _, name = rel.rpartition("/")
-            target_dir = _child(root, directory)
-            fs.mkdirs(target_dir)
-            # The batch id in the name says where a file came from; Spark's own name
-            # (a per-write UUID) keeps it unique.
-            target = _child(target_dir, f"b{batch_id}-{name}")
-            if not fs.rename(path, target) and not fs.exists(target):
-                raise RuntimeError(f"could not move {path.toString()} to {target.toString()}")
-        return set(_leaf_dirs(fs, staged, prefix)) if partition_columns(self.ctx.table) else set()
-
-    def _register(self, spark, partitions: set[str]) -> None:
-        """Step 3: add the batch's partitions the table does not have yet."""
-        new = sorted(p for p in partitions if p not in self._known_partitions)
-        if not new:
-            return
-        parts = partition_columns(self.ctx.table)
-        specs = []
-        for directory in new:
-            values = dict(piece.split("=", 1) for piece in directory.split("/"))
-            values = {k.lower(): unquote(v) for k, v in values.items()}
-            specs.append("PARTITION (" + ", ".join(f"{_ident(p)} = {_literal(values[p.lower()])}" for p in parts) + ")")
-        spark.sql(f"ALTER TABLE {_ident(self.db)}.{_ident(self.name)} ADD IF NOT EXISTS " + " ".join(specs))
-        self._known_partitions.update(new)
-
-
-def _child(parent, rel: str):
-    from pyspark import SparkContext
-
-    jvm = SparkContext._jvm
-    return jvm.org.apache.hadoop.fs.Path(parent, rel) if rel else parent
-
-
-def _leaf_dirs(fs, staged, prefix: str) -> list[str]:
-    """Leaf directories under ``staged`` (relative): the partitions of the batch."""
-    out = []
-    pending = [staged]
-    while pending:
-        current = pending.pop()
-        children = [s for s in fs.listStatus(current) if s.isDirectory()]
-        if not children and current != staged:
-            out.append(current.toUri().getPath()[len(prefix):])
-        pending.extend(s.getPath() for s in children)
-    return out

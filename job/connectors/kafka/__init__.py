@@ -1,11 +1,19 @@
-"""kafka: a topic as an append-only table (or a changelog with 'debezium-json')."""
+"""kafka: a topic as an append-only table (or a changelog with 'debezium-json').
+
+The package also holds 'upsert-kafka' (:mod:`job.connectors.kafka.upsert`) and what the
+two share: options, checks and hooks (``common``), the admin client (``admin``), and
+reading and writing records (``records``).
+"""
 from __future__ import annotations
 
-from job.connectors.kafka import common as kc
 from job.connectors.base import APPEND, CHANGELOG, Connector, Option, Sink, SourceStream
+from job.connectors.kafka import common
+from job.connectors.kafka.admin import check_reachable
+from job.connectors.kafka.records import (encoded_record, key_field, metadata_columns, position, read_topic, sequence,
+                                          value_columns, value_format, write_options)
 from job.connectors.rows import changelog_rows, table_frame
 
-OPTIONS = kc.COMMON + (
+OPTIONS = common.COMMON + (
     Option("topic-pattern", description="Regular expression of topics to read (instead of 'topic')."),
     Option("format", description="Format of the value (same as 'value.format')."),
     Option("key.fields", description="';'-separated columns that form the record key."),
@@ -18,24 +26,22 @@ OPTIONS = kc.COMMON + (
 
 
 def check(table, options, role):
-    kc.check_columns(table, options, role, key_cols=kc.key_columns(table, options))
+    common.check_columns(table, options, role, key_cols=common.key_columns(table, options))
 
 
 def create_source(ctx) -> SourceStream:
     from pyspark.sql import functions as F
 
-    from job.connectors.registry import format_for
-
     table, options = ctx.table, ctx.options
-    key_cols = kc.key_columns(table, options)
-    df, value, key = kc.read_topic(ctx, key_cols=key_cols)
-    value_fmt = format_for(options.get("value.format") or options.get("format"), table=table, option="value.format")
-    major, minor = kc.sequence(df)
+    key_cols = common.key_columns(table, options)
+    df, value, key = read_topic(ctx, key_cols=key_cols)
+    value_fmt, _ = value_format(table, options)
+    major, minor = sequence(df)
     error = value.error if key is None else F.coalesce(key.error, value.error)
-    control = {"__error": error, "__raw": df["value"].cast("string"), "__position": kc.position(df),
+    control = {"__error": error, "__raw": df["value"].cast("string"), "__position": position(df),
                "__seq_major": major, "__seq_minor": minor}
     if value_fmt.changelog:
-        staged = df.select("*", value.row.alias("__change"), error.alias("__err"), kc.position(df).alias("__pos_text"))
+        staged = df.select("*", value.row.alias("__change"), error.alias("__err"), position(df).alias("__pos_text"))
         rows = changelog_rows(staged, table, "__change", physical_names=[])
         names = [c.name for c in table.physical_columns]
         physical = {n: F.col("__image")[n] for n in names}
@@ -43,16 +49,15 @@ def create_source(ctx) -> SourceStream:
                    "__seq_minor": F.col("offset") * 4 + F.coalesce(F.col("__pos"), F.lit(0)),
                    "__error": F.coalesce(F.col("__err"), F.col("__cdc_error")),
                    "__raw": F.col("value").cast("string"), "__position": F.col("__pos_text")}
-        frame = table_frame(rows, table, physical=physical, metadata=kc.metadata_columns(rows, table), control=control)
-        return SourceStream(frame, CHANGELOG, bounded=kc.bounded(options))
-    physical = {c.name: value.row[c.name] for c in table.physical_columns
-                if not (options.get("value.fields-include") == "EXCEPT_KEY" and c.name in key_cols)}
+        frame = table_frame(rows, table, physical=physical, metadata=metadata_columns(rows, table), control=control)
+        return SourceStream(frame, CHANGELOG, bounded=common.bounded(options))
+    physical = {c: value.row[c] for c in value_columns(table, options, key_cols)}
     if key is not None:
         strip = options.get("key.fields-prefix", "")
         for c in key_cols:
-            physical.setdefault(c, key.row[c[len(strip):] if strip and c.startswith(strip) else c])
-    frame = table_frame(df, table, physical=physical, metadata=kc.metadata_columns(df, table), control=control)
-    return SourceStream(frame, APPEND, bounded=kc.bounded(options))
+            physical.setdefault(c, key.row[key_field(c, strip)])
+    frame = table_frame(df, table, physical=physical, metadata=metadata_columns(df, table), control=control)
+    return SourceStream(frame, APPEND, bounded=common.bounded(options))
 
 
 class KafkaSink(Sink):
@@ -61,14 +66,14 @@ class KafkaSink(Sink):
     def write_stream(self, df):
         opts = self.ctx.options
         if not self.ctx.offline:
-            kc.check_reachable(self.ctx.spark, opts)
-        records = kc.encoded_record(df, self.ctx.table, opts, key_cols=kc.key_columns(self.ctx.table, opts))
-        return records.writeStream.format("kafka").options(**kc.write_options(opts))
+            check_reachable(self.ctx.spark, opts)
+        records = encoded_record(df, self.ctx.table, opts, key_cols=common.key_columns(self.ctx.table, opts))
+        return records.writeStream.format("kafka").options(**write_options(opts))
 
     def write_append(self, batch, batch_id):
         opts = self.ctx.options
-        records = kc.encoded_record(batch, self.ctx.table, opts, key_cols=kc.key_columns(self.ctx.table, opts))
-        records.write.format("kafka").options(**kc.write_options(opts)).save()
+        records = encoded_record(batch, self.ctx.table, opts, key_cols=common.key_columns(self.ctx.table, opts))
+        records.write.format("kafka").options(**write_options(opts)).save()
 
 
 CONNECTOR = Connector(
@@ -81,4 +86,7 @@ CONNECTOR = Connector(
     create_source=create_source,
     create_sink=KafkaSink,
     check=check,
+    endpoints=common.endpoints,
+    is_unreachable=common.is_unreachable,
+    source_identity=common.source_identity,
 )
