@@ -200,6 +200,8 @@ class BoundTable:
     formats: Mapping[str, "Format"]           # format option ('format', 'key.format'…) → Format
     mode: str                                 # APPEND, UPSERT or CHANGELOG
     role: Optional[str] = None                # 'source', 'sink' or None (declared, unused)
+    # The options whose values are never shown: declared secret, or named like a secret.
+    secrets: frozenset[str] = frozenset()
 
     @property
     def name(self) -> str:

@@ -22,8 +22,9 @@ from typing import Any, Iterable, Mapping, Optional
 from job.connectors.base import COMMON_OPTIONS, BoundTable, Connector, Endpoint
 from job.errors import PipelineError
 from job.formats.base import Format
-from job.options import (APPEND, CHANGELOG, Option, convert, describe, did_you_mean, is_secret_option,  # noqa: F401
-                         parse_duration_ms, table_error)
+from job.options import APPEND, CHANGELOG, Option, convert, did_you_mean, is_secret_option, table_error
+# Re-exported: callers that bound tables before job.options existed import them from here.
+from job.options import describe, parse_duration_ms  # noqa: F401
 
 ENTRY_POINT_GROUP = "streamsql.connectors"
 FORMAT_ENTRY_POINT_GROUP = "streamsql.formats"
@@ -157,6 +158,7 @@ def _bind(table, role: Optional[str]) -> BoundTable:
     named = formats_named(connector, table)
     declared = declared_options(connector, table, named)
     typed: dict[str, Any] = {}
+    secrets = set()
     for key, raw in table.options.items():
         opt = next((o for o in declared if o.matches(key)), None)
         if opt is None:
@@ -164,6 +166,8 @@ def _bind(table, role: Optional[str]) -> BoundTable:
             fail(f"unknown option '{key}' for connector '{connector.identifier}' (table '{table.name}').{did_you_mean(key, plain)}",
                  option=key, hint="supported options: " + ", ".join(sorted(o.name for o in declared)))
         typed[key] = convert(opt, key, raw, fail)
+        if opt.secret or is_secret_option(key):
+            secrets.add(key)
     for opt in declared:
         if opt.is_pattern:
             continue
@@ -179,7 +183,7 @@ def _bind(table, role: Optional[str]) -> BoundTable:
     if connector.check is not None:
         connector.check(table, typed, role)
     return BoundTable(table, connector, MappingProxyType(typed), MappingProxyType(named),
-                      changelog_mode(connector, table, named), role)
+                      changelog_mode(connector, table, named), role, frozenset(secrets))
 
 
 # A table is bound when the program is checked, and again wherever its source or sink is

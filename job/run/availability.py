@@ -56,15 +56,15 @@ def settings(conf: dict) -> tuple[str, Optional[float]]:
     return mode, ms / 1000.0
 
 
-def endpoints_in_use(program) -> dict[str, list[tuple[str, int]]]:
+def endpoints_in_use(program) -> dict:
     """Each distinct endpoint (e.g. a 'properties.bootstrap.servers' value) of the tables
-    a run uses → its (host, port) addresses."""
+    a run uses, by its value."""
     from job.connectors.registry import endpoints
     from job.run.sources import tables_in_use
 
-    out: dict[str, list[tuple[str, int]]] = {}
+    out: dict = {}
     for _bound, endpoint in endpoints(tables_in_use(program)):
-        out.setdefault(endpoint.value, list(endpoint.addresses))
+        out.setdefault(endpoint.value, endpoint)
     return out
 
 
@@ -110,19 +110,19 @@ class Watchdog:
 
     def _loop(self) -> None:
         while not self._stop.wait(self.probe_interval):
-            for value, addresses in self.endpoints.items():
-                up = reachable(addresses)
+            for value, endpoint in self.endpoints.items():
+                up = reachable(list(endpoint.addresses))
                 with self._lock:
                     since = self.down_since.get(value)
                     if not up and since is None:
                         self.down_since[value] = time.monotonic()
                         limit = f"at most {self.timeout:g} s" if self.timeout is not None else "until it is back"
                         action = "then exiting with code 3" if self.mode == "fail" else "resuming when it is back"
-                        self._say(f"broker {value} cannot be reached; waiting {limit} ({MODE_KEY} = {self.mode}), "
+                        self._say(f"{endpoint.kind} {value} cannot be reached; waiting {limit} ({MODE_KEY} = {self.mode}), "
                                   f"{action}")
                     elif up and since is not None:
                         del self.down_since[value]
-                        self._say(f"broker {value} is reachable again after {time.monotonic() - since:.0f} s; resuming")
+                        self._say(f"{endpoint.kind} {value} is reachable again after {time.monotonic() - since:.0f} s; resuming")
 
     def check(self) -> None:
         """Raise PipelineError (exit 3) if a broker has been down longer than the timeout."""
@@ -133,7 +133,7 @@ class Watchdog:
         if expired:
             value, since = expired[0]
             raise PipelineError(
-                f"broker {value} has been unreachable for {time.monotonic() - since:.0f} s "
+                f"{self.endpoints[value].kind} {value} has been unreachable for {time.monotonic() - since:.0f} s "
                 f"('{MODE_KEY}' = '{self.mode}', timeout {self.timeout:g} s); the queries were stopped",
                 option=TIMEOUT_KEY if self.mode == "wait" else MODE_KEY, exit_code=EXIT_UNREACHABLE,
                 hint="start the job again once the broker is back: it resumes from its checkpoints and loses nothing "

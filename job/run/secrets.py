@@ -1,9 +1,9 @@
 """Keeping secret values out of everything the job prints.
 
 A pipeline's secrets are the values ``{{ env('X') }}`` / ``{{ secret_file('p') }}``
-returned while rendering (``LoadedPipeline.secrets``) and the values of options whose
-names look secret (``job.options.is_secret_option``: passwords, tokens,
-``sasl.jaas.config``…) whether templated or written literally. :class:`Masker` replaces
+returned while rendering (``LoadedPipeline.secrets``) and the values of options that a
+connector declares secret or whose names look secret (``job.options.is_secret_option``:
+passwords, tokens, ``sasl.jaas.config``…) whether templated or written literally. :class:`Masker` replaces
 each of them with ``****`` in a text; :func:`masked_output` swaps ``sys.stdout`` and
 ``sys.stderr`` for :class:`MaskingStream` wrappers for the length of a run, so progress
 lines, the ``--explain`` plan, error messages — including Spark error text that echoes an
@@ -99,13 +99,16 @@ class Masker:
 def collect_secrets(program) -> set[str]:
     """Every value of ``program`` that must not be shown: the templated secrets, the values
     of secret-looking table options and Spark settings, and secret pieces inside them."""
+    from job.connectors.registry import bind
+
     values: set[str] = set(getattr(program, "secrets", ()) or ())
-    settings = [*(o for t in program.catalog.tables.values() for o in t.options.items()),
-                *(program.conf or {}).items()]
-    for key, value in settings:
+    bound = [bind(t) for t in program.catalog.tables.values()]
+    settings = [*((k in b.secrets, k, v) for b in bound for k, v in b.options.items()),
+                *((is_secret_option(k), k, v) for k, v in (program.conf or {}).items())]
+    for secret, _key, value in settings:
         if not isinstance(value, str):
             continue
-        if is_secret_option(key):
+        if secret:
             values.add(value)
         values |= parts_of(value)
     return {v for v in values if v}

@@ -134,7 +134,7 @@ def test_offsets_are_acknowledged_only_on_commit_and_batches_replay(spark, db, t
     from job.connectors.postgres_cdc import connection_info
     from pyspark.sql.streaming.datasource import ReadAllAvailable
 
-    reader = pg._build_classes()["CdcStreamReader"](spec, connection_info(options))
+    reader = pg.CLASSES["CdcStreamReader"](spec, connection_info(options))
     created = db.confirmed()
     start = reader.initialOffset()
     assert start == {"lsn": created, "snapshot": False}

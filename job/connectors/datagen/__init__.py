@@ -43,6 +43,7 @@ from typing import Any, Mapping
 
 from job.connectors.base import APPEND, Connector, Option, SourceStream
 from job.connectors.datagen.generate import DATA_SOURCE_NAME, INTEGRAL, ROW_COLUMN, data_source
+from job.connectors.rows import clean_records, physical_schema, table_frame
 from job.options import did_you_mean, table_error
 
 OPTIONS = (
@@ -232,8 +233,6 @@ def create_source(ctx) -> SourceStream:
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StructField, StructType
 
-    from job.connectors.rows import physical_schema, table_frame
-
     table = ctx.table
     spec = field_specs(table, ctx.options)
     if ctx.once and spec["total"] is None:
@@ -247,8 +246,7 @@ def create_source(ctx) -> SourceStream:
     schema = StructType(list(physical_schema(table).fields) + [StructField(ROW_COLUMN, LongType(), False)])
     df = ctx.spark.readStream.format(DATA_SOURCE_NAME).schema(schema).option("spec", json.dumps(spec)).load()
     physical = {c.name: F.col(f"`{c.name}`") for c in table.physical_columns}
-    control = {"__error": F.lit(None).cast("string"), "__raw": F.lit(None).cast("string"),
-               "__position": F.concat(F.lit("datagen row "), F.col(ROW_COLUMN).cast("string"))}
+    control = clean_records(F.concat(F.lit("datagen row "), F.col(ROW_COLUMN).cast("string")))
     frame = table_frame(df, table, physical=physical, metadata={}, control=control)
     return SourceStream(frame, APPEND, bounded=spec["total"] is not None)
 

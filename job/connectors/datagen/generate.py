@@ -8,6 +8,8 @@ import decimal
 import json
 import time
 
+from job.connectors.python_source import LazyClasses
+
 INTEGRAL = {"tinyint": 8, "smallint": 16, "int": 32, "integer": 32, "bigint": 64, "long": 64}
 DATA_SOURCE_NAME = "streamsql_datagen"
 ROW_COLUMN = "__row"
@@ -138,18 +140,13 @@ def generate_batch(spec: dict, arrow_schema, lo: int, hi: int, anchor_ms: int):
 
 
 # --------------------------------------------------------------------------- data source
-# The classes subclass pyspark's, so they are built on first use (module __getattr__):
-# importing the connector, as validation and --dry-run do, must not import pyspark.
-# Workers unpickle them by reference (job.connectors.datagen.DatagenDataSource), which
-# builds them there the same way.
+# Made on first use (job.connectors.python_source): importing the connector must not
+# import pyspark.
 
 BATCH_ROWS = 8192
-_classes: dict[str, type] = {}
 
 
-def _build_classes() -> dict[str, type]:
-    if _classes:
-        return _classes
+def _define() -> tuple[type, ...]:
     from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
     from pyspark.sql.streaming.datasource import ReadMaxRows, SupportsTriggerAvailableNow
 
@@ -225,19 +222,13 @@ def _build_classes() -> dict[str, type]:
         def streamReader(self, schema):
             return DatagenStreamReader(json.loads(self.options["spec"]), schema)
 
-    for cls in (DatagenPartition, DatagenStreamReader, DatagenDataSource):
-        cls.__module__ = __name__
-        cls.__qualname__ = cls.__name__
-        _classes[cls.__name__] = cls
-    return _classes
+    return DatagenPartition, DatagenStreamReader, DatagenDataSource
 
 
-def __getattr__(name: str):
-    if name in ("DatagenPartition", "DatagenStreamReader", "DatagenDataSource"):
-        return _build_classes()[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+CLASSES = LazyClasses(__name__, ("DatagenPartition", "DatagenStreamReader", "DatagenDataSource"), _define)
+__getattr__ = CLASSES.module_getattr
 
 
 def data_source() -> type:
     """The data source class to register with a session."""
-    return _build_classes()["DatagenDataSource"]
+    return CLASSES["DatagenDataSource"]

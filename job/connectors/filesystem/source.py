@@ -9,7 +9,7 @@ from job.connectors.base import APPEND, CHANGELOG, SourceStream
 from job.connectors.filesystem.layout import (DEFAULT_PARTITION_NAMES, METADATA_KEYS, data_columns, file_format,
                                               file_format_options, partition_columns)
 from job.connectors.hadoop import empty_directory
-from job.connectors.rows import changelog_rows, physical_schema, table_frame
+from job.connectors.rows import changelog_rows, clean_records, physical_schema, table_frame
 from job.errors import EXIT_UNREACHABLE
 from job.options import table_error
 
@@ -54,8 +54,7 @@ def _file_format_source(df, table) -> SourceStream:
     physical = {c.name: F.col(f"`{c.name}`") for c in table.physical_columns}
     metadata = {c.name: meta[METADATA_KEYS[c.metadata_key or c.name]].cast(c.spark_type)
                 for c in table.columns if c.kind == "metadata"}
-    control = {"__error": F.lit(None).cast("string"), "__raw": F.lit(None).cast("string"),
-               "__position": F.concat(F.lit("file "), meta["file_path"])}
+    control = clean_records(F.concat(F.lit("file "), meta["file_path"]))
     return SourceStream(table_frame(df, table, physical=physical, metadata=metadata, control=control), APPEND)
 
 

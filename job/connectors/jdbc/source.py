@@ -9,6 +9,7 @@ import uuid
 from job.connectors.base import APPEND, UPSERT, SourceStream
 from job.connectors.hadoop import delete, empty_directory, numbered_dirs, rename
 from job.connectors.jdbc.database import AUTH_STATES, UNREACHABLE_STATES, Database, safe_url, sql_error, states
+from job.connectors.rows import clean_records, table_frame
 from job.errors import PipelineError
 from job.options import table_error
 
@@ -33,11 +34,8 @@ def create_source(ctx) -> SourceStream:
     else:
         base = snapshot(ctx, schema)
     df = ctx.spark.readStream.schema(schema).parquet(base + "/changes/*")
-    from job.connectors.rows import table_frame
-
     cols = {c.name: F.col(_stored(i)) for i, c in enumerate(physical)}
-    control = {"__error": F.lit(None).cast("string"), "__raw": F.lit(None).cast("string"),
-               "__position": F.concat(F.lit(f"table {ctx.options['table-name']} snapshot "), F.col("_metadata.file_name"))}
+    control = clean_records(F.concat(F.lit(f"table {ctx.options['table-name']} snapshot "), F.col("_metadata.file_name")))
     if keyed:
         control = {"__kind": F.col("k"), "__seq_major": F.col("s"), "__seq_minor": F.lit(0).cast("long"), **control}
     frame = table_frame(df, table, physical=cols, metadata={}, control=control)

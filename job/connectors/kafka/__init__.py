@@ -17,12 +17,7 @@ OPTIONS = common.COMMON + (
     Option("topic-pattern", description="Regular expression of topics to read (instead of 'topic')."),
     Option("format", description="Format of the value (same as 'value.format')."),
     Option("key.fields", description="';'-separated columns that form the record key."),
-    Option("scan.startup.mode", "enum", default="group-offsets",
-           choices=("earliest-offset", "latest-offset", "group-offsets", "timestamp", "specific-offsets"),
-           description="Where a new query starts; a restarted one continues from its checkpoint."),
-    Option("scan.startup.timestamp-millis", "int", description="Start offset by record timestamp (mode 'timestamp')."),
-    Option("scan.startup.specific-offsets", description="'partition:0,offset:42;partition:1,offset:300' (mode 'specific-offsets')."),
-)
+) + common.startup_options("group-offsets", "Where a new query starts; a restarted one continues from its checkpoint.")
 
 
 def check(table, options, role):
@@ -86,7 +81,5 @@ CONNECTOR = Connector(
     create_source=create_source,
     create_sink=KafkaSink,
     check=check,
-    endpoints=common.endpoints,
-    is_unreachable=common.is_unreachable,
-    source_identity=common.source_identity,
+    **common.HOOKS,
 )

@@ -45,6 +45,20 @@ COMMON = (
     Option("sink.delivery-guarantee", "enum", default="at-least-once", choices=("at-least-once", "none"),
            description="Spark's Kafka sink is at-least-once; upsert sinks are made exact by idempotent keys."),
 )
+
+
+def startup_options(default: str, description: str) -> tuple[Option, ...]:
+    """'scan.startup.*': where a new query starts (each connector has its own default)."""
+    return (
+        Option("scan.startup.mode", "enum", default=default,
+               choices=("earliest-offset", "latest-offset", "group-offsets", "timestamp", "specific-offsets"),
+               description=description),
+        Option("scan.startup.timestamp-millis", "int", description="Start offset by record timestamp (mode 'timestamp')."),
+        Option("scan.startup.specific-offsets", description="'partition:0,offset:42;partition:1,offset:300' "
+                                                            "(mode 'specific-offsets')."),
+    )
+
+
 # Spark's Kafka source rejects these client properties (it manages them itself).
 _SPARK_MANAGED = {"group.id", "auto.offset.reset", "key.deserializer", "value.deserializer",
                   "key.serializer", "value.serializer", "enable.auto.commit", "interceptor.classes"}
@@ -136,3 +150,7 @@ def is_unreachable(text: str) -> bool:
 def source_identity(bound) -> dict[str, Any]:
     """The topic(s) and the value format: offsets of other topics mean nothing here."""
     return {k: bound.options[k] for k in ("topic", "topic-pattern", "format", "value.format") if k in bound.options}
+
+
+# The hooks both Kafka connectors declare.
+HOOKS = {"endpoints": endpoints, "is_unreachable": is_unreachable, "source_identity": source_identity}

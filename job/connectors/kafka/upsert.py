@@ -10,16 +10,11 @@ from job.connectors.kafka import common
 from job.connectors.kafka.admin import check_reachable
 from job.connectors.kafka.records import (encoded_record, key_field, metadata_columns, position, read_topic, sequence,
                                           value_columns, write_options)
-from job.connectors.base import UPSERT, Connector, Option, Sink, SourceStream
+from job.connectors.base import UPSERT, Connector, Sink, SourceStream
 from job.connectors.rows import table_frame
 
-OPTIONS = common.COMMON + (
-    Option("scan.startup.mode", "enum", default="earliest-offset",
-           choices=("earliest-offset", "latest-offset", "group-offsets", "timestamp", "specific-offsets"),
-           description="Where a new query starts (an upsert table is normally read from the beginning)."),
-    Option("scan.startup.timestamp-millis", "int", description="Start offset by record timestamp (mode 'timestamp')."),
-    Option("scan.startup.specific-offsets", description="'partition:0,offset:42;partition:1,offset:300'."),
-)
+OPTIONS = common.COMMON + common.startup_options(
+    "earliest-offset", "Where a new query starts (an upsert table is normally read from the beginning).")
 
 
 def check(table, options, role):
@@ -89,7 +84,5 @@ CONNECTOR = Connector(
     create_source=create_source,
     create_sink=UpsertKafkaSink,
     check=check,
-    endpoints=common.endpoints,
-    is_unreachable=common.is_unreachable,
-    source_identity=common.source_identity,
+    **common.HOOKS,
 )

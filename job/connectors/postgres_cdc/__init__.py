@@ -368,7 +368,7 @@ def create_source(ctx) -> SourceStream:
                 "max_changes": options.get("scan.max-changes-per-trigger")}
     else:
         spec = preflight(ctx)
-    ctx.spark.dataSource.register(pg._build_classes()["CdcDataSource"])
+    ctx.spark.dataSource.register(pg.CLASSES["CdcDataSource"])
     fields = [StructField("__kind", StringType()), StructField("__seq_major", StringType()),
               StructField("__seq_minor", LongType()), StructField("__position", StringType()),
               StructField("__raw", StringType())]
