@@ -1,10 +1,12 @@
-"""What a connector is: its declaration (identifier, roles, changelog mode, options) and
-the two small interfaces it implements to read and write.
+"""What a connector is: its declaration (identifier, roles, changelog mode, options), the
+two small interfaces it implements to read and write, the hooks the run asks it (the
+addresses it talks to, the failures that mean "unreachable", session settings, what a
+source's read position refers to), and a table bound to it (:class:`BoundTable`).
 
 Modelled on Flink's DynamicTableFactory: a connector states its options in one place, and
 validation, did-you-mean errors and the option tables of docs/connectors.md all come from that
-statement. Adding a connector is one new module under ``job/connectors/`` (or a Python
-entry point in the ``streamsql.connectors`` group) and nothing else.
+statement. Adding a connector is one new module (or package) under ``job/connectors/`` (or a
+Python entry point in the ``streamsql.connectors`` group) and nothing else.
 """
 from __future__ import annotations
 

@@ -47,6 +47,7 @@ from typing import Any, Mapping, Optional
 
 from job.connectors import hadoop
 from job.connectors.postgres_cdc import replication as pg
+from job.connectors.postgres_cdc.column_types import base_type, suggested_type, type_problem, typed_value
 from job.connectors.base import UPSERT, Connector, Option, SourceStream
 from job.errors import EXIT_UNREACHABLE, PipelineError
 from job.options import table_error
@@ -76,21 +77,7 @@ METADATA_KEYS = ("database_name", "schema_name", "table_name")
 SLOT_NAME = re.compile(r"^[a-z0-9_]{1,63}$")
 MARKER_DIR = "postgres-cdc"
 
-# PostgreSQL base type → what it needs to be held: integral bits, decimal digits, etc.
-_INT_BITS = {"int2": 16, "int4": 32, "int8": 64}
-_INT_DIGITS = {"int2": 5, "int4": 10, "int8": 19}
-_SPARK_INT_BITS = {"tinyint": 8, "smallint": 16, "int": 32, "bigint": 64}
-_SPARK_INT_DIGITS = {"tinyint": 2, "smallint": 4, "int": 9, "bigint": 18}
-_SUGGEST = {"int2": "SMALLINT", "int4": "INT", "int8": "BIGINT", "float4": "FLOAT", "float8": "DOUBLE",
-            "bool": "BOOLEAN", "date": "DATE", "timestamp": "TIMESTAMP(6)", "timestamptz": "TIMESTAMP_LTZ(6)",
-            "bytea": "BYTES"}
-
-
 # --------------------------------------------------------------------------- static checks
-
-def _base(spark_type: str) -> str:
-    return re.split(r"[(<]", spark_type.strip().lower(), maxsplit=1)[0]
-
 
 def check(table, options, role) -> None:
     """What can be checked without the server: slot name, column kinds and types."""
@@ -103,59 +90,10 @@ def check(table, options, role) -> None:
             raise table_error(table, f"unknown postgres-cdc metadata key '{col.metadata_key or col.name}' for column "
                                      f"'{col.name}' of table '{table.name}'",
                               hint="available keys: " + ", ".join(METADATA_KEYS))
-        if col.kind == "physical" and _base(col.spark_type) in ("array", "map", "struct"):
+        if col.kind == "physical" and base_type(col.spark_type) in ("array", "map", "struct"):
             raise table_error(table, f"column '{col.name}' of table '{table.name}' is {col.flink_type}; postgres-cdc "
                                      "reads arrays and composite values as their PostgreSQL text form",
                               hint=f"declare '{col.name}' as STRING")
-
-
-def type_problem(pg_type: str, pg_formatted: str, spark_type: str) -> Optional[str]:
-    """Why a column declared ``spark_type`` cannot hold PostgreSQL's ``pg_type`` values,
-    or None. ``pg_formatted`` is format_type() (e.g. 'numeric(10,2)')."""
-    spark = spark_type.strip().lower()
-    base = _base(spark)
-    if base == "string":
-        return None
-    m = re.fullmatch(r"numeric\((\d+),(\d+)\)", pg_formatted.replace(" ", ""))
-    p, s = (int(m.group(1)), int(m.group(2))) if m else (None, None)
-    if base in _SPARK_INT_BITS:
-        if pg_type in _INT_BITS:
-            return None if _SPARK_INT_BITS[base] >= _INT_BITS[pg_type] else "too small"
-        if pg_type == "numeric" and p is not None and s == 0:
-            return None if p <= _SPARK_INT_DIGITS[base] else "too small"
-        return "different kind"
-    if base == "decimal":
-        dm = re.fullmatch(r"decimal\((\d+),(\d+)\)", spark.replace(" ", ""))
-        dp, ds = (int(dm.group(1)), int(dm.group(2))) if dm else (10, 0)
-        if pg_type in _INT_DIGITS:
-            return None if dp - ds >= _INT_DIGITS[pg_type] else "too small"
-        if pg_type == "numeric":
-            if p is None:
-                return None  # unconstrained numeric: only the values can tell
-            return None if dp - ds >= p - s and ds >= s else "too small"
-        return "different kind"
-    if base == "float":
-        return None if pg_type in ("float4", "int2") else "different kind"
-    if base == "double":
-        return None if pg_type in ("float4", "float8", "int2", "int4", "numeric") else "different kind"
-    if base == "boolean":
-        return None if pg_type == "bool" else "different kind"
-    if base == "date":
-        return None if pg_type == "date" else "different kind"
-    if base in ("timestamp", "timestamp_ntz"):
-        return None if pg_type in ("timestamp", "timestamptz", "date") else "different kind"
-    if base == "binary":
-        return None if pg_type == "bytea" else "different kind"
-    return "different kind"
-
-
-def suggested_type(pg_type: str, pg_formatted: str) -> str:
-    m = re.fullmatch(r"numeric\((\d+),(\d+)\)", pg_formatted.replace(" ", ""))
-    if m:
-        return f"DECIMAL({m.group(1)}, {m.group(2)})"
-    if pg_type == "numeric":
-        return "DECIMAL(38, 10)"
-    return _SUGGEST.get(pg_type, "STRING")
 
 
 # --------------------------------------------------------------------------- connection
@@ -381,9 +319,9 @@ def create_source(ctx) -> SourceStream:
     physical, errors = {}, []
     for i, col in enumerate(physical_cols):
         text = F.col(f"{pg.VALUE_PREFIX}{i}")
-        value = _typed(text, col.spark_type, spec["types"][i])
+        value = typed_value(text, col.spark_type, spec["types"][i])
         physical[col.name] = value
-        if _base(col.spark_type) != "string":
+        if base_type(col.spark_type) != "string":
             errors.append(F.when(text.isNotNull() & value.isNull(), F.concat(
                 F.lit(f"column '{col.name}': PostgreSQL value '"), F.substring(text, 1, 100),
                 F.lit(f"' does not fit {col.flink_type}"))))
@@ -394,21 +332,6 @@ def create_source(ctx) -> SourceStream:
                "__error": F.coalesce(*errors, F.lit(None).cast("string")) if errors else F.lit(None).cast("string"),
                "__raw": F.col("__raw"), "__position": F.col("__position")}
     return SourceStream(table_frame(df, table, physical=physical, metadata=metadata, control=control), UPSERT)
-
-
-def _typed(text, spark_type: str, pg_type: Optional[str]):
-    """A text value (PostgreSQL's text form; bytea as hex) as the declared type. NULL
-    where it does not fit, which the caller reports as a bad record."""
-    from pyspark.sql import functions as F
-
-    base = _base(spark_type)
-    if pg_type == "bytea":
-        return F.unhex(text) if base == "binary" else F.concat(F.lit("\\x"), text)
-    if base == "string":
-        return text
-    if base == "binary":
-        return text.cast("binary")
-    return text.try_cast(spark_type)
 
 
 CONNECTOR = Connector(
