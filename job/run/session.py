@@ -61,14 +61,14 @@ def quiet_python_loggers(verbose: bool) -> None:
 
 
 def catalog_conf(program, offline: bool = False) -> dict[str, str]:
-    """Hive support (Spark's metastore) only for a pipeline that needs it: one writing a
-    lake table ('metastore.table') or serving the Thrift server. A --dry-run contacts no
-    metastore, so it plans without."""
-    from job.connectors.filesystem import metastore
+    """The static settings the pipeline's connectors need in the session (the lake's Hive
+    support, when a table writes one). A --dry-run contacts no external system, no
+    metastore either, so it plans without."""
+    from job.connectors.registry import session_conf
 
-    if offline or not metastore.uses_metastore(program.catalog.tables.values(), program.conf):
+    if offline:
         return {}
-    return metastore.session_conf(program.conf)
+    return session_conf(program.catalog.tables.values(), program.conf)
 
 
 def launch_jvm_in_own_session(builder) -> None:
