@@ -51,13 +51,14 @@ class Option:
 # --------------------------------------------------------------------------- errors
 
 def table_error(table, message: str, option: Optional[str] = None, hint: Optional[str] = None,
-                exit_code: int = EXIT_INVALID) -> PipelineError:
-    """The error for a problem with ``table`` (a CreateTable): located at ``option``'s
-    place in the WITH clause when it names one, else at the CREATE TABLE statement."""
+                exit_code: int = EXIT_INVALID, kind: type[PipelineError] = PipelineError) -> PipelineError:
+    """The error (a ``kind``) for a problem with ``table`` (a CreateTable): located at
+    ``option``'s place in the WITH clause when it names one, else at the CREATE TABLE
+    statement."""
     source = getattr(table, "source", None)
     origin = table.option_origins.get(option) if option else None
-    return PipelineError(message, origin=origin or (source.origin if source else None),
-                         statement=source.text if source else None, option=option, hint=hint, exit_code=exit_code)
+    return kind(message, origin=origin or (source.origin if source else None),
+                statement=source.text if source else None, option=option, hint=hint, exit_code=exit_code)
 
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:

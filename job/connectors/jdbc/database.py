@@ -129,15 +129,12 @@ class Database:
     def connect_error(self, exc) -> PipelineError:
         state, message = sql_error(exc)
         where = f"table '{self.table.name}': the database at '{safe_url(self.url)}'"
-        origin = lambda o: self.table.option_origins.get(o) or (self.table.source.origin if self.table.source else None)  # noqa: E731
-        statement = self.table.source.text if self.table.source else None
         if states(state, AUTH_STATES):
-            return PipelineError(f"{where} rejected the credentials of 'username' = '{self.options.get('username')}': "
-                                 f"{message}", origin=origin("username"), statement=statement, option="username",
-                                 exit_code=EXIT_UNREACHABLE, hint="check 'username' and 'password'")
-        return PipelineError(f"{where} cannot be reached: {message}", origin=origin("url"), statement=statement,
-                             option="url", exit_code=EXIT_UNREACHABLE,
-                             hint="check that the server is running and that 'url' (host, port, database) is right")
+            return table_error(self.table, f"{where} rejected the credentials of 'username' = "
+                                           f"'{self.options.get('username')}': {message}", option="username",
+                               exit_code=EXIT_UNREACHABLE, hint="check 'username' and 'password'")
+        return table_error(self.table, f"{where} cannot be reached: {message}", option="url", exit_code=EXIT_UNREACHABLE,
+                           hint="check that the server is running and that 'url' (host, port, database) is right")
 
     def close(self) -> None:
         if self._conn is not None:

@@ -133,8 +133,7 @@ class JdbcSink(Sink):
         except SinkError:
             raise
         except PipelineError as err:  # reconnecting failed: tell it through the runner as is
-            raise SinkError(f"micro-batch {batch_id}: {err.message}", origin=err.origin, statement=err.statement,
-                            option=err.option, hint=err.hint, exit_code=err.exit_code) from None
+            raise _in_batch(err, batch_id) from None
 
     def _write_batch(self, batch, batch_id: int, *, append: bool) -> None:
         from pyspark.sql import functions as F
@@ -192,16 +191,12 @@ class JdbcSink(Sink):
     def write_error(self, exc, batch_id: int) -> SinkError:
         state, message = sql_error(exc)
         if states(state, UNREACHABLE_STATES) or "Connection refused" in message or "I/O error" in message:
-            err = self.db.connect_error(exc)
-            return SinkError(f"micro-batch {batch_id}: {err.message}", origin=err.origin, statement=err.statement,
-                             option=err.option, hint=err.hint, exit_code=err.exit_code)
-        return SinkError(
-            f"micro-batch {batch_id} could not be written to table '{self.target}' (table '{self.table.name}'), "
-            f"nothing of it was committed: {message}",
-            origin=self.table.option_origins.get("table-name"), statement=self.table.source.text if self.table.source else None,
-            option="table-name", exit_code=EXIT_OTHER,
-            hint="make the column hold the values (e.g. a longer VARCHAR) or change the query; "
-                 "the batch is retried from the checkpoint when the job restarts")
+            return _in_batch(self.db.connect_error(exc), batch_id)
+        return table_error(self.table, f"micro-batch {batch_id} could not be written to table '{self.target}' "
+                                       f"(table '{self.table.name}'), nothing of it was committed: {message}",
+                           option="table-name", exit_code=EXIT_OTHER, kind=SinkError,
+                           hint="make the column hold the values (e.g. a longer VARCHAR) or change the query; "
+                                "the batch is retried from the checkpoint when the job restarts")
 
     def sink_id(self) -> str:
         """Checkpoint path + the query id Spark stored in it (a new checkpoint, a new id)."""
@@ -213,6 +208,12 @@ class JdbcSink(Sink):
                 pass
             self._sink_id = hashlib.sha1(f"{self.ctx.checkpoint}|{query_id}".encode()).hexdigest()[:32]
         return self._sink_id
+
+
+def _in_batch(err: PipelineError, batch_id: int) -> SinkError:
+    """``err`` as the failure of micro-batch ``batch_id``, which the runner reports as is."""
+    return SinkError(f"micro-batch {batch_id}: {err.message}", origin=err.origin, statement=err.statement,
+                     option=err.option, hint=err.hint, exit_code=err.exit_code)
 
 
 def _last_per_key(batch, pk):
