@@ -4,7 +4,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from job.connectors.base import APPEND, CHANGELOG, UPSERT
 from job.errors import PipelineError
 from job.sql.statements import CreateTable, CreateView
 
@@ -49,19 +48,8 @@ class Catalog:
 
 
 def table_mode(table: CreateTable) -> str:
-    """append / upsert / changelog, from the connector and the value format.
+    """append / upsert / changelog: the changelog mode the table's connector and value
+    format give it (see job.connectors.registry.changelog_mode)."""
+    from job.connectors.registry import bind
 
-    A changelog format (debezium-json) makes any connector's table a changelog (with
-    ``table.exec.source.cdc-events-duplicate`` the planner normalizes it by its PRIMARY
-    KEY, as Flink does).
-    """
-    from job.connectors.registry import connector_for, formats
-
-    connector = connector_for(table)
-    fmt_name = table.options.get("value.format") or table.options.get("format")
-    fmt = formats().get(fmt_name) if fmt_name else None
-    if fmt is not None and fmt.changelog:
-        return CHANGELOG
-    if connector.mode_for is not None:
-        return connector.mode_for(table)
-    return connector.source_mode or APPEND
+    return bind(table).mode

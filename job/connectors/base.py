@@ -1,56 +1,27 @@
-"""What a connector is: its declaration (identifier, roles, changelog mode, options) and
-the two small interfaces it implements to read and write.
+"""What a connector is: its declaration (identifier, roles, changelog mode, options), the
+two small interfaces it implements to read and write, the hooks the run asks it (the
+addresses it talks to, the failures that mean "unreachable", session settings, what a
+source's read position refers to), and a table bound to it (:class:`BoundTable`).
 
 Modelled on Flink's DynamicTableFactory: a connector states its options in one place, and
 validation, did-you-mean errors and the option tables of docs/connectors.md all come from that
-statement. Adding a connector is one new module under ``job/connectors/`` (or a Python
-entry point in the ``streamsql.connectors`` group) and nothing else.
+statement. Adding a connector is one new module (or package) under ``job/connectors/`` (or a
+Python entry point in the ``streamsql.connectors`` group) and nothing else.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
 
 from job.errors import PipelineError
+# Connectors (and plugins) import these from here, as they always did.
+from job.options import APPEND, CHANGELOG, UPSERT, Option, split_list  # noqa: F401
 
 if TYPE_CHECKING:  # Spark objects only appear at run time, never at parse time.
     from pyspark.sql import DataFrame, SparkSession
 
+    from job.formats.base import Format
     from job.sql.statements import CreateTable
-
-
-# Changelog modes, in Flink's words.
-APPEND = "append"        # inserts only (+I)
-UPSERT = "upsert"        # latest row per primary key wins; a delete removes the key
-CHANGELOG = "changelog"  # full changelog: +I, -U, +U, -D (e.g. debezium-json)
-
-
-@dataclass(frozen=True)
-class Option:
-    """One connector or format option.
-
-    ``name`` may contain ``*`` for a family of options (``properties.*``,
-    ``fields.*.kind``): any key matching the pattern is accepted and validated by type.
-    """
-
-    name: str
-    type: str = "string"              # string | int | bool | double | duration | enum
-    required: bool = False
-    default: Any = None
-    description: str = ""
-    choices: tuple[str, ...] = ()     # for enum
-    secret: bool = False              # masked in logs, plans and errors
-
-    @property
-    def is_pattern(self) -> bool:
-        return "*" in self.name
-
-    def matches(self, key: str) -> bool:
-        if not self.is_pattern:
-            return key == self.name
-        regex = "^" + re.escape(self.name).replace(r"\*", "[^=]+") + "$"
-        return re.match(regex, key) is not None
 
 
 @dataclass(frozen=True)
@@ -157,6 +128,17 @@ class Sink:
 
 
 @dataclass(frozen=True)
+class Endpoint:
+    """A network address a table's connector talks to, as the table wrote it: the run
+    checks that something listens there before it starts (and, while it runs, watches it)."""
+
+    option: str                               # the option that names it
+    value: str                                # its value, e.g. 'broker1:9092,broker2:9092'
+    addresses: tuple[tuple[str, int], ...]    # (host, port) pairs; any one answering will do
+    kind: str = "server"                      # what listens there, in messages ('broker')
+
+
+@dataclass(frozen=True)
 class Connector:
     """A connector's declaration. See the module docstring."""
 
@@ -179,6 +161,26 @@ class Connector:
     mode_for: Optional[Callable[["CreateTable"], str]] = None
     module: str = field(default="", compare=False)
 
+    # Hooks: what running a pipeline asks of the connector, so that the run itself knows
+    # no connector's options. Each may be left out.
+    # The addresses a table talks to, checked for a listener before the run starts.
+    endpoints: Optional[Callable[["BoundTable"], Sequence[Endpoint]]] = None
+    # Does this failure text (a query's, as Spark reports it) say the system is unreachable?
+    is_unreachable: Optional[Callable[[str], bool]] = None
+    # Spark settings the session needs for these tables (all of this connector's tables
+    # in the pipeline, possibly none) and the pipeline's conf; static ones, so they are
+    # asked for before the session exists.
+    session_conf: Optional[Callable[[Sequence["BoundTable"], Mapping[str, str]], Mapping[str, str]]] = None
+    # Called with the new session (spark, pipeline conf, verbose) before any table is used.
+    prepare_session: Optional[Callable[["SparkSession", Mapping[str, str], bool], None]] = None
+    # Called once the queries are planned, before they start (spark, pipeline conf, the
+    # stream for messages): services the connector offers beside its tables.
+    start_services: Optional[Callable[["SparkSession", Mapping[str, str], Any], None]] = None
+    # What a source's read position refers to (its topic, its directory…), recorded with
+    # the query's checkpoint: a checkpoint of another identity is refused on restart.
+    # Without it the identity is the connector alone.
+    source_identity: Optional[Callable[["BoundTable"], Mapping[str, Any]]] = None
+
     @property
     def can_source(self) -> bool:
         return self.create_source is not None and self.source_mode is not None
@@ -186,6 +188,46 @@ class Connector:
     @property
     def can_sink(self) -> bool:
         return self.create_sink is not None and bool(self.sink_modes)
+
+
+@dataclass(frozen=True)
+class BoundTable:
+    """A CREATE TABLE bound to its connector, as :func:`job.connectors.registry.bind`
+    makes it: options checked once and typed (defaults filled in), the formats they name
+    resolved, the changelog mode known. Everything after validation takes this."""
+
+    table: "CreateTable"
+    connector: Connector
+    options: Mapping[str, Any]                # validated, typed, with defaults filled in
+    formats: Mapping[str, "Format"]           # format option ('format', 'key.format'…) → Format
+    mode: str                                 # APPEND, UPSERT or CHANGELOG
+    role: Optional[str] = None                # 'source', 'sink' or None (declared, unused)
+    # The options whose values are never shown: declared secret, or named like a secret.
+    secrets: frozenset[str] = frozenset()
+
+    @property
+    def name(self) -> str:
+        return self.table.name
+
+    @property
+    def value_format(self) -> Optional["Format"]:
+        return self.formats.get("value.format") or self.formats.get("format")
+
+
+def addresses(value: str, default_port: int) -> tuple[tuple[str, int], ...]:
+    """'host:port[,host:port]' (';' too, 'scheme://' ignored) → (host, port) pairs."""
+    out = []
+    for item in str(value).replace(";", ",").split(","):
+        item = item.strip()
+        if "://" in item:
+            item = item.split("://", 1)[1]
+        if not item:
+            continue
+        host, sep, port = item.rpartition(":")
+        if not sep or not port.isdigit():
+            host, port = item, str(default_port)
+        out.append((host.strip("[]"), int(port)))
+    return tuple(out)
 
 
 # Options every table accepts, whatever its connector (bad-record policy).
@@ -198,11 +240,6 @@ COMMON_OPTIONS: tuple[Option, ...] = (
     ),
     Option("dead-letter.table", description="The table that receives bad records when 'on-error' = 'dead-letter'."),
 )
-
-
-def split_list(value: str) -> list[str]:
-    """Flink list options are ';'-separated ('key.fields' = 'a;b'); accept ',' too."""
-    return [p.strip() for p in re.split(r"[;,]", value or "") if p.strip()]
 
 
 def columns_named(table: "CreateTable", names: Sequence[str]) -> list[str]:

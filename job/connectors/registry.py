@@ -1,4 +1,10 @@
-"""Finding connectors and formats by identifier, and validating a table's options.
+"""Finding connectors and formats by identifier, and binding a table to its connector.
+
+:func:`bind` is where a table's options are validated, and the only place: it returns a
+:class:`~job.connectors.base.BoundTable` (typed options, resolved formats, changelog
+mode) that everything downstream takes. The functions at the end ask every connector's
+hooks on the run's behalf (endpoints, "unreachable" errors, session settings, source
+identity), so that the run needs no knowledge of any connector.
 
 Built-in connectors are the modules named in ``BUILTIN_CONNECTORS``; each defines a
 module-level ``CONNECTOR``. Third-party connectors are found through the Python entry
@@ -7,22 +13,25 @@ package outside this repository adds a connector with one line in its setup.cfg.
 """
 from __future__ import annotations
 
-import difflib
 import importlib
-import re
+from collections import OrderedDict
+from types import MappingProxyType
 from importlib import metadata
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Optional
 
-from job.connectors.base import COMMON_OPTIONS, Connector, Option
+from job.connectors.base import COMMON_OPTIONS, BoundTable, Connector, Endpoint
 from job.errors import PipelineError
 from job.formats.base import Format
+from job.options import APPEND, CHANGELOG, Option, convert, did_you_mean, is_secret_option, table_error
+# Re-exported: callers that bound tables before job.options existed import them from here.
+from job.options import describe, parse_duration_ms  # noqa: F401
 
 ENTRY_POINT_GROUP = "streamsql.connectors"
 FORMAT_ENTRY_POINT_GROUP = "streamsql.formats"
 
 BUILTIN_CONNECTORS = (
     "job.connectors.kafka",
-    "job.connectors.upsert_kafka",
+    "job.connectors.kafka.upsert",
     "job.connectors.filesystem",
     "job.connectors.datagen",
     "job.connectors.print",
@@ -37,14 +46,6 @@ BUILTIN_FORMATS = (
     "job.formats.parquet",
     "job.formats.debezium_json",
 )
-
-# Option names that hold secrets even when a connector forgot to declare them so.
-_SECRET_NAME = re.compile(r"(password|passwd|secret|token|sasl\.jaas\.config|credential|(^|\.)key$|\.key\.)", re.I)
-
-
-def is_secret_option(key: str) -> bool:
-    """True for options whose values must never be shown (masked as ``****``)."""
-    return bool(_SECRET_NAME.search(key)) and not key.endswith((".format", ".fields"))
 
 
 def _load(modules: Iterable[str], attr: str, group: str) -> dict[str, Any]:
@@ -83,53 +84,41 @@ def formats() -> dict[str, Format]:
     return _formats
 
 
-def did_you_mean(word: str, candidates: Iterable[str]) -> str:
-    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
-    return f" Did you mean '{close[0]}'?" if close else ""
-
-
 def connector_for(table) -> Connector:
     """The connector named by the table's 'connector' option."""
     name = table.options.get("connector")
-    origin = table.option_origins.get("connector") or (table.source.origin if table.source else None)
-    statement = table.source.text if table.source else None
     if not name:
-        raise PipelineError(
-            f"table '{table.name}' has no 'connector' option",
-            origin=origin, statement=statement, option="connector",
-            hint="add 'connector' = '<one of: " + ", ".join(sorted(connectors())) + ">' to its WITH clause",
-        )
+        raise table_error(table, f"table '{table.name}' has no 'connector' option", option="connector",
+                          hint="add 'connector' = '<one of: " + ", ".join(sorted(connectors())) + ">' to its WITH clause")
     found = connectors().get(name)
     if found is None:
-        raise PipelineError(
-            f"unknown connector '{name}' for table '{table.name}'.{did_you_mean(name, connectors())}",
-            origin=origin, statement=statement, option="connector",
-            hint="available connectors: " + ", ".join(sorted(connectors())),
-        )
+        raise table_error(table, f"unknown connector '{name}' for table '{table.name}'.{did_you_mean(name, connectors())}",
+                          option="connector", hint="available connectors: " + ", ".join(sorted(connectors())))
     return found
 
 
 def format_for(name: str, *, table, option: str) -> Format:
     found = formats().get(name)
     if found is None:
-        raise PipelineError(
-            f"unknown format '{name}' in option '{option}' of table '{table.name}'.{did_you_mean(name, formats())}",
-            origin=table.option_origins.get(option), statement=table.source.text if table.source else None,
-            option=option, hint="available formats: " + ", ".join(sorted(formats())),
-        )
+        raise table_error(
+            table, f"unknown format '{name}' in option '{option}' of table '{table.name}'.{did_you_mean(name, formats())}",
+            option=option, hint="available formats: " + ", ".join(sorted(formats())))
     return found
 
 
-def declared_options(connector: Connector, table) -> list[Option]:
+def formats_named(connector: Connector, table) -> dict[str, Format]:
+    """The formats the table names in its connector's format options ('format',
+    'key.format', 'value.format'), by option."""
+    return {option: format_for(table.options[option], table=table, option=option)
+            for option in connector.format_options if table.options.get(option)}
+
+
+def declared_options(connector: Connector, table, named: Optional[Mapping[str, Format]] = None) -> list[Option]:
     """Every option the table may use: the connector's, the common ones, and the options
     of each format the table names, under that format's prefix (Flink's convention:
     'json.ignore-parse-errors', 'value.json.ignore-parse-errors')."""
     options = list(COMMON_OPTIONS) + list(connector.options)
-    for fmt_option in connector.format_options:
-        fmt_name = table.options.get(fmt_option)
-        if not fmt_name:
-            continue
-        fmt = format_for(fmt_name, table=table, option=fmt_option)
+    for fmt_option, fmt in (formats_named(connector, table) if named is None else named).items():
         prefix = fmt_option[: -len("format")]  # '' | 'key.' | 'value.'
         for opt in fmt.options:
             options.append(Option(prefix + fmt.name + "." + opt.name, opt.type, opt.required,
@@ -137,20 +126,26 @@ def declared_options(connector: Connector, table) -> list[Option]:
     return options
 
 
-def validate_options(table, role: str) -> tuple[Connector, dict[str, Any]]:
-    """Check the table's WITH options against its connector's declaration.
+def changelog_mode(connector: Connector, table, named: Mapping[str, Format]) -> str:
+    """append / upsert / changelog, from the connector and the value format.
 
-    ``role`` is ``'source'`` or ``'sink'``. Returns the connector and the typed options
-    with defaults filled in; raises PipelineError on the first problem, naming the
-    option and where it was written.
+    A changelog format (debezium-json) makes any connector's table a changelog (with
+    ``table.exec.source.cdc-events-duplicate`` the planner normalizes it by its PRIMARY
+    KEY, as Flink does).
     """
+    fmt = named.get("value.format") or named.get("format")
+    if fmt is not None and fmt.changelog:
+        return CHANGELOG
+    if connector.mode_for is not None:
+        return connector.mode_for(table)
+    return connector.source_mode or APPEND
+
+
+def _bind(table, role: Optional[str]) -> BoundTable:
     connector = connector_for(table)
-    statement = table.source.text if table.source else None
-    table_origin = table.source.origin if table.source else None
 
     def fail(message: str, option: str | None = None, hint: str | None = None):
-        origin = table.option_origins.get(option, table_origin) if option else table_origin
-        raise PipelineError(message, origin=origin, statement=statement, option=option, hint=hint)
+        raise table_error(table, message, option=option, hint=hint)
 
     if role == "source" and not connector.can_source:
         fail(f"table '{table.name}' is read from, but connector '{connector.identifier}' can only be a sink")
@@ -160,8 +155,10 @@ def validate_options(table, role: str) -> tuple[Connector, dict[str, Any]]:
         fail(f"connector '{connector.identifier}' requires a PRIMARY KEY on table '{table.name}'",
              hint="declare one, e.g. PRIMARY KEY (id) NOT ENFORCED")
 
-    declared = declared_options(connector, table)
+    named = formats_named(connector, table)
+    declared = declared_options(connector, table, named)
     typed: dict[str, Any] = {}
+    secrets = set()
     for key, raw in table.options.items():
         opt = next((o for o in declared if o.matches(key)), None)
         if opt is None:
@@ -169,6 +166,8 @@ def validate_options(table, role: str) -> tuple[Connector, dict[str, Any]]:
             fail(f"unknown option '{key}' for connector '{connector.identifier}' (table '{table.name}').{did_you_mean(key, plain)}",
                  option=key, hint="supported options: " + ", ".join(sorted(o.name for o in declared)))
         typed[key] = convert(opt, key, raw, fail)
+        if opt.secret or is_secret_option(key):
+            secrets.add(key)
     for opt in declared:
         if opt.is_pattern:
             continue
@@ -183,56 +182,88 @@ def validate_options(table, role: str) -> tuple[Connector, dict[str, Any]]:
              option="on-error")
     if connector.check is not None:
         connector.check(table, typed, role)
-    return connector, typed
+    return BoundTable(table, connector, MappingProxyType(typed), MappingProxyType(named),
+                      changelog_mode(connector, table, named), role, frozenset(secrets))
 
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|milli|millis|milliseconds?|s|sec|secs|seconds?|m|min|mins|minutes?|h|hours?|d|days?)?\s*$", re.I)
-_DURATION_MS = {"ms": 1, "mil": 1, "s": 1000, "se": 1000, "m": 60_000, "mi": 60_000, "h": 3_600_000, "d": 86_400_000}
+# A table is bound when the program is checked, and again wherever its source or sink is
+# opened, its mode shown or its connector's hooks asked: later binds of the same table
+# (same object, options, role and registry) return the first one instead of checking
+# again. Bounded, so that a long test session does not keep every table it made.
+_bound: "OrderedDict[tuple, BoundTable]" = OrderedDict()
+_BOUND_KEPT = 512
 
 
-def parse_duration_ms(text: str) -> int | None:
-    """'5 s', '10s', '1 min', '500 ms', '2h' → milliseconds (Flink's duration syntax)."""
-    m = _DURATION.match(text)
-    if not m:
-        return None
-    unit = (m.group(2) or "ms").lower()
-    factor = _DURATION_MS.get(unit[:3]) or _DURATION_MS.get(unit[:2]) or _DURATION_MS[unit[0]]
-    return int(float(m.group(1)) * factor)
+def bind(table, role: Optional[str] = None) -> BoundTable:
+    """Check the table's WITH options against its connector's declaration and bind it.
+
+    ``role`` is ``'source'``, ``'sink'`` or None (declared but not used). Raises
+    PipelineError on the first problem, naming the option and where it was written.
+    """
+    try:
+        key = (id(table), role, tuple(table.options.items()), id(connectors()), id(formats()))
+        hit = _bound.get(key)
+    except TypeError:  # an option value that is not a string (a test's table): no memo
+        return _bind(table, role)
+    if hit is not None and hit.table is table:
+        _bound.move_to_end(key)
+        return hit
+    bound = _bind(table, role)
+    _bound[key] = bound
+    if len(_bound) > _BOUND_KEPT:
+        _bound.popitem(last=False)
+    return bound
 
 
-def convert(opt: Option, key: str, raw: str, fail) -> Any:
-    """A raw option string → the declared type, or a clear error."""
-    kind = opt.type
-    if kind == "string":
-        return raw
-    if kind == "int":
-        try:
-            return int(raw.strip())
-        except ValueError:
-            fail(f"option '{key}' must be a whole number, got '{raw}'", option=key)
-    if kind == "double":
-        try:
-            return float(raw.strip())
-        except ValueError:
-            fail(f"option '{key}' must be a number, got '{raw}'", option=key)
-    if kind == "bool":
-        low = raw.strip().lower()
-        if low in ("true", "false"):
-            return low == "true"
-        fail(f"option '{key}' must be 'true' or 'false', got '{raw}'", option=key)
-    if kind == "duration":
-        ms = parse_duration_ms(raw)
-        if ms is None:
-            fail(f"option '{key}' must be a duration such as '10 s' or '500 ms', got '{raw}'", option=key)
-        return ms
-    if kind == "enum":
-        if raw in opt.choices:
-            return raw
-        fail(f"option '{key}' must be one of {', '.join(repr(c) for c in opt.choices)}, got '{raw}'.{did_you_mean(raw, opt.choices)}",
-             option=key)
-    raise AssertionError(f"option type {kind!r} of {key!r} is not known")
+def validate_options(table, role: Optional[str]) -> tuple[Connector, dict[str, Any]]:
+    """(connector, typed options) of :func:`bind`, for callers that need only those."""
+    bound = bind(table, role)
+    return bound.connector, dict(bound.options)
 
 
-def describe(options: Mapping[str, Any]) -> dict[str, Any]:
-    """Options safe to print: secrets masked."""
-    return {k: ("****" if is_secret_option(k) else v) for k, v in options.items()}
+# --------------------------------------------------------------------------- hooks
+
+def endpoints(tables: Iterable) -> list[tuple[BoundTable, Endpoint]]:
+    """The network endpoints of these tables, as their connectors declare them."""
+    out = []
+    for table in tables:
+        bound = bind(table)
+        if bound.connector.endpoints is not None:
+            out += [(bound, e) for e in bound.connector.endpoints(bound)]
+    return out
+
+
+def is_unreachable(text: str) -> bool:
+    """Does a connector recognise this failure text as "the system cannot be reached"?"""
+    return any(c.is_unreachable(text) for c in connectors().values() if c.is_unreachable is not None)
+
+
+def session_conf(tables: Iterable, conf: Mapping[str, str]) -> dict[str, str]:
+    """The Spark settings the connectors of a pipeline need (static: before the session)."""
+    bound = [bind(t) for t in tables]
+    out: dict[str, str] = {}
+    for connector in connectors().values():
+        if connector.session_conf is not None:
+            out.update(connector.session_conf([b for b in bound if b.connector is connector], conf))
+    return out
+
+
+def prepare_session(spark, conf: Mapping[str, str], verbose: bool = False) -> None:
+    for connector in connectors().values():
+        if connector.prepare_session is not None:
+            connector.prepare_session(spark, conf, verbose)
+
+
+def start_services(spark, conf: Mapping[str, str], err=None) -> None:
+    for connector in connectors().values():
+        if connector.start_services is not None:
+            connector.start_services(spark, conf, err)
+
+
+def source_identity(table) -> dict[str, Any]:
+    """What a source table's read position refers to (see Connector.source_identity)."""
+    bound = bind(table)
+    identity = {"connector": bound.connector.identifier}
+    if bound.connector.source_identity is not None:
+        identity.update(bound.connector.source_identity(bound))
+    return identity

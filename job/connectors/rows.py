@@ -26,6 +26,14 @@ def physical_schema(table, names: Optional[Sequence[str]] = None, *, strip_prefi
     return StructType(fields)
 
 
+def clean_records(position) -> dict[str, object]:
+    """The control columns of a source whose records cannot be bad (generated, or typed by
+    Spark's own reader): no error, no raw text, and their ``position`` for messages."""
+    from pyspark.sql import functions as F
+
+    return {"__error": F.lit(None).cast("string"), "__raw": F.lit(None).cast("string"), "__position": position}
+
+
 def table_frame(df, table, *, physical: Mapping[str, object], metadata: Mapping[str, object],
                 control: Mapping[str, object]):
     """Select the table's columns in declared order, then the control columns.

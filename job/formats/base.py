@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 
-from job.connectors.base import Option
+from job.options import Option
 
 if TYPE_CHECKING:
     from pyspark.sql import Column

@@ -1,8 +1,8 @@
 """csv: one delimited line per record, fields in column order (Flink's 'csv' format)."""
 from __future__ import annotations
 
-from job.connectors.base import Option
 from job.formats.base import CORRUPT, Decoded, Format, as_text, with_corrupt_field, without_corrupt_field
+from job.options import Option
 
 OPTIONS = (
     Option("field-delimiter", default=",", description="Field separator, one character."),

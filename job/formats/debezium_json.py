@@ -6,10 +6,10 @@ also makes duplicated or replayed events harmless.
 """
 from __future__ import annotations
 
-from job.connectors.base import Option
 from job.formats.base import CORRUPT, Decoded, Format, as_text, is_blank
 from job.formats.json import encode as json_encode
 from job.formats.json import reader_options
+from job.options import Option
 
 OPTIONS = (
     Option("schema-include", "bool", default=False,

@@ -1,9 +1,9 @@
 """json: one JSON object per record, fields by column name (Flink's 'json' format)."""
 from __future__ import annotations
 
-from job.connectors.base import Option
 from job.formats.base import (CORRUPT, TIMESTAMP_FORMATS, TIMESTAMP_WRITE_FORMATS, Decoded, Format,
                               as_text, is_blank, with_corrupt_field, without_corrupt_field)
+from job.options import Option
 
 OPTIONS = (
     Option("ignore-parse-errors", "bool", default=False,

@@ -1,8 +1,8 @@
 """parquet: Spark's own columnar files (filesystem connector only)."""
 from __future__ import annotations
 
-from job.connectors.base import Option
 from job.formats.base import Format
+from job.options import Option
 
 OPTIONS = (Option("compression", default="snappy", description="Parquet compression codec."),)
 

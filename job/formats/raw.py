@@ -3,8 +3,8 @@
 Typical for Kafka keys: 'key.format' = 'raw' with a STRING primary key."""
 from __future__ import annotations
 
-from job.connectors.base import Option
 from job.formats.base import Decoded, Format
+from job.options import Option
 
 OPTIONS = (Option("charset", default="UTF-8", description="Charset for STRING columns."),)
 

@@ -16,8 +16,9 @@ checkpoints, again without loss. Settings (``SET`` in the pipeline)::
     SET 'streamsql.source.unavailable.timeout' = '10 s';  -- fail: default 10 s; wait: no limit
 
 Under ``wait`` a timeout makes the wait bounded: after it the job exits 3 as well.
-Reachability is a TCP connect to the table's ``properties.bootstrap.servers`` every
-couple of seconds (from a background thread: a dead host costs a connect timeout).
+Reachability is a TCP connect to the endpoints the tables' connectors declare (Kafka's
+``properties.bootstrap.servers``) every couple of seconds (from a background thread: a
+dead host costs a connect timeout).
 """
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ CONNECT_TIMEOUT_S = 2.0
 
 def settings(conf: dict) -> tuple[str, Optional[float]]:
     """(mode, timeout in seconds or None for no limit), validated."""
-    from job.connectors.registry import parse_duration_ms
+    from job.options import parse_duration_ms
 
     mode = str(conf.get(MODE_KEY, "wait")).strip().lower()
     if mode not in MODES:
@@ -55,16 +56,15 @@ def settings(conf: dict) -> tuple[str, Optional[float]]:
     return mode, ms / 1000.0
 
 
-def endpoints_in_use(program) -> dict[str, list[tuple[str, int]]]:
-    """Each distinct 'properties.bootstrap.servers' value of the tables a run uses."""
-    from job.run.sources import ENDPOINT_OPTIONS, _endpoints, tables_in_use
+def endpoints_in_use(program) -> dict:
+    """Each distinct endpoint (e.g. a 'properties.bootstrap.servers' value) of the tables
+    a run uses, by its value."""
+    from job.connectors.registry import endpoints
+    from job.run.sources import tables_in_use
 
-    out: dict[str, list[tuple[str, int]]] = {}
-    for table in tables_in_use(program):
-        for option, default_port in ENDPOINT_OPTIONS.items():
-            value = table.options.get(option)
-            if value and value not in out:
-                out[value] = _endpoints(value, default_port)
+    out: dict = {}
+    for _bound, endpoint in endpoints(tables_in_use(program)):
+        out.setdefault(endpoint.value, endpoint)
     return out
 
 
@@ -110,19 +110,19 @@ class Watchdog:
 
     def _loop(self) -> None:
         while not self._stop.wait(self.probe_interval):
-            for value, addresses in self.endpoints.items():
-                up = reachable(addresses)
+            for value, endpoint in self.endpoints.items():
+                up = reachable(list(endpoint.addresses))
                 with self._lock:
                     since = self.down_since.get(value)
                     if not up and since is None:
                         self.down_since[value] = time.monotonic()
                         limit = f"at most {self.timeout:g} s" if self.timeout is not None else "until it is back"
                         action = "then exiting with code 3" if self.mode == "fail" else "resuming when it is back"
-                        self._say(f"broker {value} cannot be reached; waiting {limit} ({MODE_KEY} = {self.mode}), "
+                        self._say(f"{endpoint.kind} {value} cannot be reached; waiting {limit} ({MODE_KEY} = {self.mode}), "
                                   f"{action}")
                     elif up and since is not None:
                         del self.down_since[value]
-                        self._say(f"broker {value} is reachable again after {time.monotonic() - since:.0f} s; resuming")
+                        self._say(f"{endpoint.kind} {value} is reachable again after {time.monotonic() - since:.0f} s; resuming")
 
     def check(self) -> None:
         """Raise PipelineError (exit 3) if a broker has been down longer than the timeout."""
@@ -133,7 +133,7 @@ class Watchdog:
         if expired:
             value, since = expired[0]
             raise PipelineError(
-                f"broker {value} has been unreachable for {time.monotonic() - since:.0f} s "
+                f"{self.endpoints[value].kind} {value} has been unreachable for {time.monotonic() - since:.0f} s "
                 f"('{MODE_KEY}' = '{self.mode}', timeout {self.timeout:g} s); the queries were stopped",
                 option=TIMEOUT_KEY if self.mode == "wait" else MODE_KEY, exit_code=EXIT_UNREACHABLE,
                 hint="start the job again once the broker is back: it resumes from its checkpoints and loses nothing "

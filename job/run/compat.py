@@ -88,10 +88,11 @@ def referenced_views(program, sql: str, seen: Optional[set] = None) -> dict[str,
 
 
 def source_identity(table) -> dict:
-    """What a source's offsets refer to: the connector and its topic(s) or path."""
-    options = {k.lower(): v for k, v in table.options.items()}
-    keys = ("connector", "topic", "topic-pattern", "path", "format", "value.format")
-    return {k: options[k] for k in keys if k in options}
+    """What a source's offsets refer to: the connector and what its connector says they
+    refer to (a topic, a directory…)."""
+    from job.connectors.registry import source_identity as identity
+
+    return identity(table)
 
 
 def fingerprint(program, plan) -> dict:

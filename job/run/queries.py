@@ -14,7 +14,7 @@ from pathlib import Path
 
 from job.catalog import short_name, table_mode
 from job.connectors.base import SinkContext
-from job.connectors.registry import describe, validate_options
+from job.connectors.registry import describe, is_unreachable, validate_options
 from job.errors import EXIT_BAD_RECORD, EXIT_OTHER, EXIT_UNREACHABLE, PipelineError
 from job.run.metrics import instrument_sink
 from job.run.analyze import check_streaming, spark_error
@@ -165,8 +165,8 @@ def query_failure(query) -> PipelineError:
     told = SINK_ERROR.search(text)
     if told:  # a sink's own one-paragraph account of a failed write (connectors.base.SinkError)
         return PipelineError(told.group(2).strip(), exit_code=int(told.group(1)))
-    if any(s in text for s in ("TimeoutException", "Connection refused", "UnknownHostException", "Timed out waiting",
-                               "PSQLException: Connection", "Failed to construct kafka")):
+    if any(s in text for s in ("TimeoutException", "Connection refused", "UnknownHostException", "Timed out waiting")) \
+            or is_unreachable(text):
         err = spark_error(exc, f"query '{query.name}'", origin=None)
         err.exit_code = EXIT_UNREACHABLE
         return err

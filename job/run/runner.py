@@ -309,9 +309,9 @@ def _run(options: RunOptions, out, err, masker: Masker) -> int:
         out.flush()
         if options.dry_run:
             return EXIT_OK
-    from job.connectors.metastore import start_thrift_server
+    from job.connectors.registry import start_services
 
-    start_thrift_server(spark, program.conf, err)
+    start_services(spark, program.conf, err)  # e.g. the lake's Thrift JDBC server
     return execute(spark, program, plans, options, err)
 
 

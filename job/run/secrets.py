@@ -1,9 +1,9 @@
 """Keeping secret values out of everything the job prints.
 
 A pipeline's secrets are the values ``{{ env('X') }}`` / ``{{ secret_file('p') }}``
-returned while rendering (``LoadedPipeline.secrets``) and the values of options whose
-names look secret (``job.connectors.registry.is_secret_option``: passwords, tokens,
-``sasl.jaas.config``…) whether templated or written literally. :class:`Masker` replaces
+returned while rendering (``LoadedPipeline.secrets``) and the values of options that a
+connector declares secret or whose names look secret (``job.options.is_secret_option``:
+passwords, tokens, ``sasl.jaas.config``…) whether templated or written literally. :class:`Masker` replaces
 each of them with ``****`` in a text; :func:`masked_output` swaps ``sys.stdout`` and
 ``sys.stderr`` for :class:`MaskingStream` wrappers for the length of a run, so progress
 lines, the ``--explain`` plan, error messages — including Spark error text that echoes an
@@ -23,16 +23,12 @@ import sys
 import threading
 from typing import Iterable, Iterator, Optional
 
-MASK = "****"
+from job.options import MASK, SECRET_PLAIN_PAIR, SECRET_QUOTED_PAIR, is_secret_option
+
 ELLIPSIS = "…"   # what job.errors.preview() puts where it cuts a long line
 # Shorter values would mask ordinary words and digits all over the output; a one- or
 # two-character "secret" protects nothing anyway.
 MIN_SECRET_LENGTH = 3
-
-# key="value" / key='value' pairs inside JAAS configs and JDBC-style strings.
-_QUOTED_PAIR = re.compile(r"""(?i)\b([A-Za-z_.-]*(?:password|passwd|secret|token|credential|key)[A-Za-z_.-]*)\s*=\s*(["'])(.*?)\2""")
-# key=value pairs in URLs / connection strings: ...;password=xyz;... or ?password=xyz&...
-_PLAIN_PAIR = re.compile(r"""(?i)\b([A-Za-z_.-]*(?:password|passwd|secret|token)[A-Za-z_.-]*)=([^;&\s"']+)""")
 
 
 def _variants(value: str) -> set[str]:
@@ -47,8 +43,8 @@ def _variants(value: str) -> set[str]:
 def parts_of(value: str) -> set[str]:
     """Secret pieces inside a larger secret (a JAAS config's password, a URL's token):
     an error message may quote the piece without the whole."""
-    found = {m.group(3) for m in _QUOTED_PAIR.finditer(value)}
-    found |= {m.group(2) for m in _PLAIN_PAIR.finditer(value)}
+    found = {m.group(3) for m in SECRET_QUOTED_PAIR.finditer(value)}
+    found |= {m.group(2) for m in SECRET_PLAIN_PAIR.finditer(value)}
     return {p for p in found if len(p) >= MIN_SECRET_LENGTH}
 
 
@@ -103,15 +99,16 @@ class Masker:
 def collect_secrets(program) -> set[str]:
     """Every value of ``program`` that must not be shown: the templated secrets, the values
     of secret-looking table options and Spark settings, and secret pieces inside them."""
-    from job.connectors.registry import is_secret_option
+    from job.connectors.registry import bind
 
     values: set[str] = set(getattr(program, "secrets", ()) or ())
-    settings = [*(o for t in program.catalog.tables.values() for o in t.options.items()),
-                *(program.conf or {}).items()]
-    for key, value in settings:
+    bound = [bind(t) for t in program.catalog.tables.values()]
+    settings = [*((k in b.secrets, k, v) for b in bound for k, v in b.options.items()),
+                *((is_secret_option(k), k, v) for k, v in (program.conf or {}).items())]
+    for secret, _key, value in settings:
         if not isinstance(value, str):
             continue
-        if is_secret_option(key):
+        if secret:
             values.add(value)
         values |= parts_of(value)
     return {v for v in values if v}

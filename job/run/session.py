@@ -61,14 +61,14 @@ def quiet_python_loggers(verbose: bool) -> None:
 
 
 def catalog_conf(program, offline: bool = False) -> dict[str, str]:
-    """Hive support (Spark's metastore) only for a pipeline that needs it: one writing a
-    lake table ('metastore.table') or serving the Thrift server. A --dry-run contacts no
-    metastore, so it plans without."""
-    from job.connectors import metastore
+    """The static settings the pipeline's connectors need in the session (the lake's Hive
+    support, when a table writes one). A --dry-run contacts no external system, no
+    metastore either, so it plans without."""
+    from job.connectors.registry import session_conf
 
-    if offline or not metastore.uses_metastore(program.catalog.tables.values(), program.conf):
+    if offline:
         return {}
-    return metastore.session_conf(program.conf)
+    return session_conf(program.catalog.tables.values(), program.conf)
 
 
 def launch_jvm_in_own_session(builder) -> None:
@@ -133,7 +133,7 @@ def build_session(app_name: str, conf: Mapping[str, str], *, verbose: bool = Fal
         except Exception:  # static confs of an already running session cannot change
             pass
     spark.sparkContext.setLogLevel("INFO" if verbose else "ERROR")
-    from job.connectors.metastore import prepare_session
+    from job.connectors.registry import prepare_session
 
     prepare_session(spark, conf, verbose)
     return spark

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from job.connectors.base import APPEND, SourceContext, SourceStream
-from job.connectors.registry import validate_options
+from job.connectors.registry import bind
+from job.options import parse_duration_ms
 
 BAD_RECORD_MARKER = "[STREAMSQL_BAD_RECORD]"
 DEAD_LETTER_COLUMNS = ("raw", "error", "position", "source_table")
@@ -38,9 +39,10 @@ def open_source(spark, table, *, once: bool, offline: bool = False,
                 end_of_input=None, ordered: bool = True) -> SourceStream:
     from pyspark.sql import functions as F
 
-    connector, options = validate_options(table, "source")
-    stream = connector.create_source(SourceContext(spark, table, options, once=once, offline=offline,
-                                                   checkpoint=checkpoint, ordered=ordered))
+    bound = bind(table, "source")
+    options = bound.options
+    stream = bound.connector.create_source(SourceContext(spark, table, dict(options), once=once, offline=offline,
+                                                         checkpoint=checkpoint, ordered=ordered))
     if opened is not None and not stream.bounded:
         opened.unbounded.append(table.name)
     df = stream.df
@@ -76,7 +78,6 @@ def open_source(spark, table, *, once: bool, offline: bool = False,
         df = df.filter(F.col("__kind").isNotNull())
     df = df.drop("__error", "__raw", "__position")
     if table.watermark is not None and stream.mode == APPEND:
-        from job.connectors.registry import parse_duration_ms
         from job.run.end_of_input import with_marker
 
         # With the end-of-input marker stream (job.run.end_of_input): --once closes every window.
@@ -87,8 +88,6 @@ def open_source(spark, table, *, once: bool, offline: bool = False,
 
 # ------------------------------------------------------------------ reachability
 
-# Options that name network endpoints, per connector family: option → default port.
-ENDPOINT_OPTIONS = {"properties.bootstrap.servers": 9092}
 CONNECT_TIMEOUT_S = 5.0
 
 
@@ -101,58 +100,41 @@ def tables_in_use(program) -> list:
         names |= {n.lower() for n in reads}
     for name in list(names):
         table = program.catalog.table(name)
-        target = table.options.get("dead-letter.table") if table is not None else None
-        if target and table.options.get("on-error") == "dead-letter":
-            names.add(short_name(target).lower())
+        options = bind(table).options if table is not None else {}
+        if options.get("on-error") == "dead-letter" and options.get("dead-letter.table"):
+            names.add(short_name(options["dead-letter.table"]).lower())
     return [t for key, t in program.catalog.tables.items() if key in names]
 
 
-def _endpoints(value: str, default_port: int) -> list[tuple[str, int]]:
-    out = []
-    for item in str(value).replace(";", ",").split(","):
-        item = item.strip()
-        if "://" in item:
-            item = item.split("://", 1)[1]
-        if not item:
-            continue
-        host, sep, port = item.rpartition(":")
-        if not sep or not port.isdigit():
-            host, port = item, str(default_port)
-        out.append((host.strip("[]"), int(port)))
-    return out
-
-
 def check_endpoints(program, timeout: float = CONNECT_TIMEOUT_S) -> None:
-    """Fail fast (exit 3) when none of a table's brokers accepts a TCP connection.
+    """Fail fast (exit 3) when none of the addresses of a table's endpoint (its
+    connector's, e.g. Kafka's brokers) accepts a TCP connection.
 
     Kafka's own clients retry an unreachable broker until their timeouts expire (15 s for
     the admin preflight, a minute for a producer), and a sink is not contacted before its
     first write; one connect per address answers "is anything listening there" at once.
-    Brokers that accept the connection but misbehave are left to the clients.
+    Systems that accept the connection but misbehave are left to the clients.
     """
     import socket
 
-    from job.errors import EXIT_UNREACHABLE, PipelineError
+    from job.connectors.registry import endpoints
+    from job.errors import EXIT_UNREACHABLE
+    from job.options import table_error
 
     tested: dict[str, Optional[str]] = {}
-    for table in tables_in_use(program):
-        for option, default_port in ENDPOINT_OPTIONS.items():
-            value = table.options.get(option)
-            if not value:
-                continue
-            if value not in tested:
-                errors = []
-                for host, port in _endpoints(value, default_port):
-                    try:
-                        socket.create_connection((host, port), timeout=timeout).close()
-                        errors = []
-                        break
-                    except OSError as exc:
-                        errors.append(f"{host}:{port}: {exc.strerror or exc}")
-                tested[value] = "; ".join(errors) if errors else None
-            if tested[value]:
-                raise PipelineError(
-                    f"table '{table.name}': '{option}' = '{value}' cannot be reached ({tested[value]})",
-                    origin=table.option_origins.get(option, table.source.origin if table.source else None),
-                    statement=table.source.text if table.source else None, option=option,
-                    exit_code=EXIT_UNREACHABLE, hint="check that the broker is running and the address is right")
+    for bound, endpoint in endpoints(tables_in_use(program)):
+        value = endpoint.value
+        if value not in tested:
+            errors = []
+            for host, port in endpoint.addresses:
+                try:
+                    socket.create_connection((host, port), timeout=timeout).close()
+                    errors = []
+                    break
+                except OSError as exc:
+                    errors.append(f"{host}:{port}: {exc.strerror or exc}")
+            tested[value] = "; ".join(errors) if errors else None
+        if tested[value]:
+            raise table_error(bound.table, f"table '{bound.name}': '{endpoint.option}' = '{value}' cannot be reached "
+                                           f"({tested[value]})", option=endpoint.option, exit_code=EXIT_UNREACHABLE,
+                              hint=f"check that the {endpoint.kind} is running and the address is right")

@@ -10,6 +10,7 @@ import pytest
 from chispa import assert_df_equality
 
 from job.connectors import datagen
+from job.connectors.datagen import generate
 from job.connectors.base import APPEND, SourceContext
 from job.connectors.registry import validate_options
 from job.errors import PipelineError
@@ -115,8 +116,8 @@ def test_generation_depends_only_on_the_row_index():
                          StructField("m", DecimalType(20, 3)), StructField("b", BooleanType()),
                          StructField("__row", LongType())])
     arrow_schema = to_arrow_schema(schema, timezone="UTC")
-    whole = datagen.generate_batch(spec, arrow_schema, 0, 100, 0)
-    parts = [datagen.generate_batch(spec, arrow_schema, a, b, 0) for a, b in ((0, 7), (7, 64), (64, 100))]
+    whole = generate.generate_batch(spec, arrow_schema, 0, 100, 0)
+    parts = [generate.generate_batch(spec, arrow_schema, a, b, 0) for a, b in ((0, 7), (7, 64), (64, 100))]
     assert pa.Table.from_batches(parts).equals(pa.Table.from_batches([whole]))
     assert whole.column(1).null_count == 0 and 0 < whole.column(3).null_count < 50
 

@@ -371,7 +371,7 @@ def test_sink_rejects_writable_metadata(tmp_path):
     ("/elsewhere", None),                                             # not in the paths: kept whole
 ])
 def test_debezium_order_uses_the_path_below_the_table_directory(spark, directory, expected):
-    from job.connectors.filesystem import _path_below
+    from job.connectors.filesystem.source import _path_below
 
     paths = ["file:/data/in/users/a=1/p.json", "file:/data/in/users/a=2/p.json", "file:/data/in/users/b.json"]
     df = spark.createDataFrame([(p,) for p in paths], "__file string")

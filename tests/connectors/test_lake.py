@@ -13,7 +13,8 @@ import uuid
 import pytest
 from chispa import assert_df_equality
 
-from job.connectors import metastore
+from job.connectors.filesystem import lake as lake_sink_module
+from job.connectors.filesystem import metastore
 from job.connectors.base import SinkContext
 from job.connectors.registry import validate_options
 from job.errors import PipelineError
@@ -173,7 +174,7 @@ def test_crash_while_moving_files_rolls_forward_on_replay(spark, tmp_path, monke
     t = lake_table(tmp_path / "lake", f"{db}.t")
     sink = lake_sink(spark, t, with_query_id(tmp_path / "ck"))
     calls = {"n": 0}
-    real_child = metastore._child
+    real_child = lake_sink_module._child
 
     def crashing_child(parent, rel):
         calls["n"] += 1
@@ -181,10 +182,10 @@ def test_crash_while_moving_files_rolls_forward_on_replay(spark, tmp_path, monke
             raise RuntimeError("simulated crash")
         return real_child(parent, rel)
 
-    monkeypatch.setattr(metastore, "_child", crashing_child)
+    monkeypatch.setattr(lake_sink_module, "_child", crashing_child)
     with pytest.raises(RuntimeError):
         sink.write_append(rows(spark, [(1, "a", "d1"), (2, "b", "d2")]), 0)
-    monkeypatch.setattr(metastore, "_child", real_child)
+    monkeypatch.setattr(lake_sink_module, "_child", real_child)
     # The replay computes the batch again (here: differently); the staged first attempt wins.
     restarted = lake_sink(spark, t, tmp_path / "ck")
     restarted.write_append(rows(spark, [(9, "z", "d9")]), 0)
@@ -197,7 +198,7 @@ def test_crash_before_registering_partitions_rolls_forward(spark, tmp_path, monk
     db = unique_db(spark, tmp_path)
     t = lake_table(tmp_path / "lake", f"{db}.t")
     sink = lake_sink(spark, t, with_query_id(tmp_path / "ck"))
-    monkeypatch.setattr(metastore.LakeSink, "_register", lambda self, spark, parts: (_ for _ in ()).throw(
+    monkeypatch.setattr(lake_sink_module.LakeSink, "_register", lambda self, spark, parts: (_ for _ in ()).throw(
         RuntimeError("simulated crash")))
     with pytest.raises(RuntimeError):
         sink.write_append(rows(spark, [(1, "a", "d1")]), 0)

@@ -12,7 +12,7 @@ import psycopg
 import pytest
 from chispa import assert_df_equality
 
-from job.connectors import pg_replication as pg
+from job.connectors.postgres_cdc import replication as pg
 from job.connectors.base import SourceContext
 from job.connectors.postgres_cdc import preflight
 from job.connectors.registry import validate_options
@@ -134,7 +134,7 @@ def test_offsets_are_acknowledged_only_on_commit_and_batches_replay(spark, db, t
     from job.connectors.postgres_cdc import connection_info
     from pyspark.sql.streaming.datasource import ReadAllAvailable
 
-    reader = pg._build_classes()["CdcStreamReader"](spec, connection_info(options))
+    reader = pg.CLASSES["CdcStreamReader"](spec, connection_info(options))
     created = db.confirmed()
     start = reader.initialOffset()
     assert start == {"lsn": created, "snapshot": False}

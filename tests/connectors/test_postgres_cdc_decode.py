@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from job.connectors import pg_replication as pg
-from job.connectors.postgres_cdc import suggested_type, type_problem
+from job.connectors.postgres_cdc import replication as pg
+from job.connectors.postgres_cdc.column_types import suggested_type, type_problem
 from job.connectors.registry import validate_options
 from job.errors import PipelineError
 from job.sql.statements import Column, CreateTable

@@ -25,6 +25,8 @@ import sys
 import time
 from typing import Any, Iterable, Iterator, Optional, Sequence
 
+from job.connectors.python_source import LazyClasses
+
 DATA_SOURCE_NAME = "streamsql_postgres_cdc"
 PLUGIN = "wal2json"
 # Control columns of the data source's rows, then one STRING column per table column.
@@ -268,14 +270,11 @@ def snapshot_rows(conn: dict, spec: dict, lsn: int) -> Iterator[tuple]:
 
 
 # --------------------------------------------------------------------------- data source
-# Built on first use, as datagen's are: importing the connector must not import pyspark.
+# Made on first use (job.connectors.python_source): importing the connector must not
+# import pyspark.
 
-_classes: dict[str, type] = {}
 
-
-def _build_classes() -> dict[str, type]:
-    if _classes:
-        return _classes
+def _define() -> tuple[type, ...]:
     from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
     from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
 
@@ -346,14 +345,8 @@ def _build_classes() -> dict[str, type]:
             conn = json.loads(self.options["spec.connection.password"])
             return CdcStreamReader(json.loads(self.options["spec"]), conn)
 
-    for cls in (CdcPartition, CdcStreamReader, CdcDataSource):
-        cls.__module__ = __name__
-        cls.__qualname__ = cls.__name__
-        _classes[cls.__name__] = cls
-    return _classes
+    return CdcPartition, CdcStreamReader, CdcDataSource
 
 
-def __getattr__(name: str):
-    if name in ("CdcPartition", "CdcStreamReader", "CdcDataSource"):
-        return _build_classes()[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+CLASSES = LazyClasses(__name__, ("CdcPartition", "CdcStreamReader", "CdcDataSource"), _define)
+__getattr__ = CLASSES.module_getattr

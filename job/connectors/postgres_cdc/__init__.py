@@ -7,7 +7,7 @@ wal2json), reads the whole table (the snapshot, unless 'scan.startup.mode' =
 slot's creation. The stream's offset is the replication position (LSN): Spark keeps it
 in the query's checkpoint, and the slot is acknowledged (``pg_replication_slot_advance``)
 only after Spark has committed the micro-batch, so a query that crashes or is stopped
-resumes where its checkpoint says and loses nothing. See ``pg_replication`` for how
+resumes where its checkpoint says and loses nothing. See ``replication`` for how
 batches are cut (whole transactions) and read.
 
 Why an upsert stream: the snapshot is an ordinary query run some time after the slot was
@@ -45,9 +45,12 @@ import re
 from datetime import datetime, timezone
 from typing import Any, Mapping, Optional
 
-from job.connectors import pg_replication as pg
+from job.connectors import hadoop
+from job.connectors.postgres_cdc import replication as pg
+from job.connectors.postgres_cdc.column_types import base_type, suggested_type, type_problem, typed_value
 from job.connectors.base import UPSERT, Connector, Option, SourceStream
 from job.errors import EXIT_UNREACHABLE, PipelineError
+from job.options import table_error
 
 OPTIONS = (
     Option("hostname", required=True, description="Host name or IP address of the PostgreSQL server."),
@@ -74,95 +77,23 @@ METADATA_KEYS = ("database_name", "schema_name", "table_name")
 SLOT_NAME = re.compile(r"^[a-z0-9_]{1,63}$")
 MARKER_DIR = "postgres-cdc"
 
-# PostgreSQL base type → what it needs to be held: integral bits, decimal digits, etc.
-_INT_BITS = {"int2": 16, "int4": 32, "int8": 64}
-_INT_DIGITS = {"int2": 5, "int4": 10, "int8": 19}
-_SPARK_INT_BITS = {"tinyint": 8, "smallint": 16, "int": 32, "bigint": 64}
-_SPARK_INT_DIGITS = {"tinyint": 2, "smallint": 4, "int": 9, "bigint": 18}
-_SUGGEST = {"int2": "SMALLINT", "int4": "INT", "int8": "BIGINT", "float4": "FLOAT", "float8": "DOUBLE",
-            "bool": "BOOLEAN", "date": "DATE", "timestamp": "TIMESTAMP(6)", "timestamptz": "TIMESTAMP_LTZ(6)",
-            "bytea": "BYTES"}
-
-
 # --------------------------------------------------------------------------- static checks
-
-def _fail(table, message: str, option: Optional[str] = None, hint: Optional[str] = None,
-          exit_code: int = 2) -> PipelineError:
-    origin = table.option_origins.get(option) if option else None
-    if origin is None and table.source is not None:
-        origin = table.source.origin
-    return PipelineError(message, origin=origin, statement=table.source.text if table.source else None,
-                         option=option, hint=hint, exit_code=exit_code)
-
-
-def _base(spark_type: str) -> str:
-    return re.split(r"[(<]", spark_type.strip().lower(), maxsplit=1)[0]
-
 
 def check(table, options, role) -> None:
     """What can be checked without the server: slot name, column kinds and types."""
     slot = options.get("slot.name", "")
     if not SLOT_NAME.match(slot):
-        raise _fail(table, f"'slot.name' = '{slot}' is not a valid replication slot name (table '{table.name}')",
-                    "slot.name", "use 1 to 63 lower-case letters, digits and '_', e.g. 'streamsql_users'")
+        raise table_error(table, f"'slot.name' = '{slot}' is not a valid replication slot name (table '{table.name}')",
+                          "slot.name", "use 1 to 63 lower-case letters, digits and '_', e.g. 'streamsql_users'")
     for col in table.columns:
         if col.kind == "metadata" and (col.metadata_key or col.name) not in METADATA_KEYS:
-            raise _fail(table, f"unknown postgres-cdc metadata key '{col.metadata_key or col.name}' for column "
-                               f"'{col.name}' of table '{table.name}'",
-                        hint="available keys: " + ", ".join(METADATA_KEYS))
-        if col.kind == "physical" and _base(col.spark_type) in ("array", "map", "struct"):
-            raise _fail(table, f"column '{col.name}' of table '{table.name}' is {col.flink_type}; postgres-cdc "
-                               "reads arrays and composite values as their PostgreSQL text form",
-                        hint=f"declare '{col.name}' as STRING")
-
-
-def type_problem(pg_type: str, pg_formatted: str, spark_type: str) -> Optional[str]:
-    """Why a column declared ``spark_type`` cannot hold PostgreSQL's ``pg_type`` values,
-    or None. ``pg_formatted`` is format_type() (e.g. 'numeric(10,2)')."""
-    spark = spark_type.strip().lower()
-    base = _base(spark)
-    if base == "string":
-        return None
-    m = re.fullmatch(r"numeric\((\d+),(\d+)\)", pg_formatted.replace(" ", ""))
-    p, s = (int(m.group(1)), int(m.group(2))) if m else (None, None)
-    if base in _SPARK_INT_BITS:
-        if pg_type in _INT_BITS:
-            return None if _SPARK_INT_BITS[base] >= _INT_BITS[pg_type] else "too small"
-        if pg_type == "numeric" and p is not None and s == 0:
-            return None if p <= _SPARK_INT_DIGITS[base] else "too small"
-        return "different kind"
-    if base == "decimal":
-        dm = re.fullmatch(r"decimal\((\d+),(\d+)\)", spark.replace(" ", ""))
-        dp, ds = (int(dm.group(1)), int(dm.group(2))) if dm else (10, 0)
-        if pg_type in _INT_DIGITS:
-            return None if dp - ds >= _INT_DIGITS[pg_type] else "too small"
-        if pg_type == "numeric":
-            if p is None:
-                return None  # unconstrained numeric: only the values can tell
-            return None if dp - ds >= p - s and ds >= s else "too small"
-        return "different kind"
-    if base == "float":
-        return None if pg_type in ("float4", "int2") else "different kind"
-    if base == "double":
-        return None if pg_type in ("float4", "float8", "int2", "int4", "numeric") else "different kind"
-    if base == "boolean":
-        return None if pg_type == "bool" else "different kind"
-    if base == "date":
-        return None if pg_type == "date" else "different kind"
-    if base in ("timestamp", "timestamp_ntz"):
-        return None if pg_type in ("timestamp", "timestamptz", "date") else "different kind"
-    if base == "binary":
-        return None if pg_type == "bytea" else "different kind"
-    return "different kind"
-
-
-def suggested_type(pg_type: str, pg_formatted: str) -> str:
-    m = re.fullmatch(r"numeric\((\d+),(\d+)\)", pg_formatted.replace(" ", ""))
-    if m:
-        return f"DECIMAL({m.group(1)}, {m.group(2)})"
-    if pg_type == "numeric":
-        return "DECIMAL(38, 10)"
-    return _SUGGEST.get(pg_type, "STRING")
+            raise table_error(table, f"unknown postgres-cdc metadata key '{col.metadata_key or col.name}' for column "
+                                     f"'{col.name}' of table '{table.name}'",
+                              hint="available keys: " + ", ".join(METADATA_KEYS))
+        if col.kind == "physical" and base_type(col.spark_type) in ("array", "map", "struct"):
+            raise table_error(table, f"column '{col.name}' of table '{table.name}' is {col.flink_type}; postgres-cdc "
+                                     "reads arrays and composite values as their PostgreSQL text form",
+                              hint=f"declare '{col.name}' as STRING")
 
 
 # --------------------------------------------------------------------------- connection
@@ -180,22 +111,22 @@ def connect_error(table, options, exc: Exception) -> PipelineError:
     first = text.splitlines()[-1] if text else type(exc).__name__
     low = text.lower()
     if "password authentication failed" in low or "no password supplied" in low:
-        return _fail(table, f"{where} refused the login of user '{options['username']}' for table '{table.name}': "
-                            "wrong user name or password", "username",
-                     "check 'username' and 'password' (the password is not shown)")
+        return table_error(table, f"{where} refused the login of user '{options['username']}' for table '{table.name}': "
+                                  "wrong user name or password", "username",
+                           "check 'username' and 'password' (the password is not shown)")
     if "no pg_hba.conf entry" in low:
-        return _fail(table, f"{where} does not accept connections from this host for user "
-                            f"'{options['username']}' (table '{table.name}')", "username",
-                     "allow the host in the server's pg_hba.conf")
+        return table_error(table, f"{where} does not accept connections from this host for user "
+                                  f"'{options['username']}' (table '{table.name}')", "username",
+                           "allow the host in the server's pg_hba.conf")
     m = re.search(r'database "([^"]*)" does not exist', text)
     if m:
-        return _fail(table, f"database '{m.group(1)}' does not exist on {where} (table '{table.name}')",
-                     "database-name", "check 'database-name'")
+        return table_error(table, f"database '{m.group(1)}' does not exist on {where} (table '{table.name}')",
+                           "database-name", "check 'database-name'")
     m = re.search(r'role "([^"]*)" does not exist', text)
     if m:
-        return _fail(table, f"user '{m.group(1)}' does not exist on {where} (table '{table.name}')", "username")
-    return _fail(table, f"{where} cannot be reached for table '{table.name}' ({first})", "hostname",
-                 "check 'hostname' and 'port', and that the server is running", exit_code=EXIT_UNREACHABLE)
+        return table_error(table, f"user '{m.group(1)}' does not exist on {where} (table '{table.name}')", "username")
+    return table_error(table, f"{where} cannot be reached for table '{table.name}' ({first})", "hostname",
+                       "check 'hostname' and 'port', and that the server is running", exit_code=EXIT_UNREACHABLE)
 
 
 # --------------------------------------------------------------------------- slot marker
@@ -206,35 +137,15 @@ def _marker_path(checkpoint: str, slot: str) -> str:
     return f"{checkpoint.rstrip('/')}/{MARKER_DIR}/{slot}.json"
 
 
-def _hadoop(spark, path: str):
-    jvm = spark._jvm
-    p = jvm.org.apache.hadoop.fs.Path(path)
-    return p, p.getFileSystem(spark._jsc.hadoopConfiguration())
-
-
 def read_marker(spark, checkpoint: Optional[str], slot: str) -> Optional[dict]:
-    if not checkpoint:
+    if not checkpoint or not hadoop.exists(spark, _marker_path(checkpoint, slot)):
         return None
-    p, fs = _hadoop(spark, _marker_path(checkpoint, slot))
-    if not fs.exists(p):
-        return None
-    stream = fs.open(p)
-    try:
-        text = spark._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
-    finally:
-        stream.close()
-    return json.loads(text)
+    return json.loads(hadoop.read_text(spark, _marker_path(checkpoint, slot)))
 
 
 def write_marker(spark, checkpoint: Optional[str], slot: str, content: dict) -> None:
-    if not checkpoint:
-        return
-    p, fs = _hadoop(spark, _marker_path(checkpoint, slot))
-    out = fs.create(p, True)
-    try:
-        out.write(bytearray(json.dumps(content).encode()))
-    finally:
-        out.close()
+    if checkpoint:
+        hadoop.write_text(spark, _marker_path(checkpoint, slot), json.dumps(content))
 
 
 # --------------------------------------------------------------------------- preflight
@@ -254,22 +165,22 @@ def preflight(ctx) -> dict:
     with c:
         wal_level = c.execute("SHOW wal_level").fetchone()[0]
         if wal_level != "logical":
-            raise _fail(table, f"PostgreSQL at {options['hostname']}:{options['port']} has wal_level = "
-                               f"'{wal_level}'; postgres-cdc (table '{table.name}') needs logical replication",
-                        "hostname", "set wal_level = logical in postgresql.conf and restart the server")
+            raise table_error(table, f"PostgreSQL at {options['hostname']}:{options['port']} has wal_level = "
+                                     f"'{wal_level}'; postgres-cdc (table '{table.name}') needs logical replication",
+                              "hostname", "set wal_level = logical in postgresql.conf and restart the server")
         row = c.execute("SELECT c.oid, c.relreplident FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
                         "WHERE n.nspname = %s AND c.relname = %s AND c.relkind IN ('r', 'p')", (schema, name)).fetchone()
         if row is None:
             if c.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone() is None:
-                raise _fail(table, f"schema '{schema}' does not exist in database '{options['database-name']}' "
-                                   f"(table '{table.name}')", "schema-name", "check 'schema-name'")
+                raise table_error(table, f"schema '{schema}' does not exist in database '{options['database-name']}' "
+                                         f"(table '{table.name}')", "schema-name", "check 'schema-name'")
             names = [r[0] for r in c.execute(
                 "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
                 "WHERE n.nspname = %s AND c.relkind IN ('r', 'p')", (schema,))]
             close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
-            raise _fail(table, f"PostgreSQL table {where} does not exist in database '{options['database-name']}' "
-                               f"(table '{table.name}').{f' Did you mean {close[0]!r}?' if close else ''}",
-                        "table-name", "check 'table-name' and 'schema-name'")
+            raise table_error(table, f"PostgreSQL table {where} does not exist in database '{options['database-name']}' "
+                                     f"(table '{table.name}').{f' Did you mean {close[0]!r}?' if close else ''}",
+                              "table-name", "check 'table-name' and 'schema-name'")
         oid = row[0]
         columns = c.execute(
             "SELECT a.attname, format_type(a.atttypid, a.atttypmod), "
@@ -280,8 +191,8 @@ def preflight(ctx) -> dict:
             "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
             "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = %s AND i.indisprimary ORDER BY a.attnum", (oid,))]
         if not c.execute("SELECT has_table_privilege(%s::oid, 'SELECT')", (oid,)).fetchone()[0]:
-            raise _fail(table, f"user '{options['username']}' may not read PostgreSQL table {where} "
-                               f"(table '{table.name}')", "username", f"GRANT SELECT ON {where} TO {options['username']}")
+            raise table_error(table, f"user '{options['username']}' may not read PostgreSQL table {where} "
+                                     f"(table '{table.name}')", "username", f"GRANT SELECT ON {where} TO {options['username']}")
         spec = table_spec(table, options, columns, pk)
         spec["start_lsn"] = claim_slot(ctx, c, slot)
     return spec
@@ -306,27 +217,27 @@ def table_spec(table, options, columns, pk) -> dict:
     for col in table.physical_columns:
         found = find(col.name)
         if found is None:
-            raise _fail(table, f"column '{col.name}' of table '{table.name}' is not a column of PostgreSQL table "
-                               f"{where}", "table-name", "its columns are: " + ", ".join(r[0] for r in columns))
+            raise table_error(table, f"column '{col.name}' of table '{table.name}' is not a column of PostgreSQL table "
+                                     f"{where}", "table-name", "its columns are: " + ", ".join(r[0] for r in columns))
         pg_name, formatted, base = found
         problem = type_problem(base, formatted, col.spark_type)
         if problem:
-            raise _fail(table, f"column '{col.name}' of table '{table.name}' is {col.flink_type}, which cannot hold "
-                               f"the values of PostgreSQL column {where}.{pg_name} ({formatted})", "table-name",
-                        f"declare it as {suggested_type(base, formatted)} (or STRING)")
+            raise table_error(table, f"column '{col.name}' of table '{table.name}' is {col.flink_type}, which cannot hold "
+                                     f"the values of PostgreSQL column {where}.{pg_name} ({formatted})", "table-name",
+                              f"declare it as {suggested_type(base, formatted)} (or STRING)")
         pg_names.append(pg_name)
         types.append(base)
         if base == "bytea":
             hex_cols.append(pg_name)
     if not pk:
-        raise _fail(table, f"PostgreSQL table {where} has no primary key; postgres-cdc (table '{table.name}') needs "
-                           "one to apply updates and deletes", "table-name",
-                    f"ALTER TABLE {where} ADD PRIMARY KEY (…)")
+        raise table_error(table, f"PostgreSQL table {where} has no primary key; postgres-cdc (table '{table.name}') needs "
+                                 "one to apply updates and deletes", "table-name",
+                          f"ALTER TABLE {where} ADD PRIMARY KEY (…)")
     declared = [find(k) for k in table.primary_key]
     if None in declared or sorted(r[0] for r in declared) != sorted(pk):
-        raise _fail(table, f"the PRIMARY KEY ({', '.join(table.primary_key)}) of table '{table.name}' is not the "
-                           f"primary key ({', '.join(pk)}) of PostgreSQL table {where}", "table-name",
-                    f"declare PRIMARY KEY ({', '.join(pk)}) NOT ENFORCED")
+        raise table_error(table, f"the PRIMARY KEY ({', '.join(table.primary_key)}) of table '{table.name}' is not the "
+                                 f"primary key ({', '.join(pk)}) of PostgreSQL table {where}", "table-name",
+                          f"declare PRIMARY KEY ({', '.join(pk)}) NOT ENFORCED")
     return {"schema": schema, "table": name, "slot": options["slot.name"], "columns": pg_names,
             "key": pk, "hex": hex_cols, "types": types, "startup": options["scan.startup.mode"],
             "max_changes": options.get("scan.max-changes-per-trigger")}
@@ -342,35 +253,35 @@ def claim_slot(ctx, c, slot: str) -> int:
     state = pg.slot_state(c, slot)
     if state is not None:
         if marker is None:
-            raise _fail(table, f"replication slot '{slot}' already exists, and this query did not create it "
-                               f"(table '{table.name}')", "slot.name",
-                        f"give the table its own 'slot.name'; if nothing uses the slot any more, drop it with "
-                        f"SELECT pg_drop_replication_slot('{slot}')")
+            raise table_error(table, f"replication slot '{slot}' already exists, and this query did not create it "
+                                     f"(table '{table.name}')", "slot.name",
+                              f"give the table its own 'slot.name'; if nothing uses the slot any more, drop it with "
+                              f"SELECT pg_drop_replication_slot('{slot}')")
         if state["plugin"] != pg.PLUGIN or state["database"] != options["database-name"]:
-            raise _fail(table, f"replication slot '{slot}' decodes database '{state['database']}' with "
-                               f"'{state['plugin']}', not '{options['database-name']}' with '{pg.PLUGIN}' "
-                               f"(table '{table.name}')", "slot.name", "use another 'slot.name'")
+            raise table_error(table, f"replication slot '{slot}' decodes database '{state['database']}' with "
+                                     f"'{state['plugin']}', not '{options['database-name']}' with '{pg.PLUGIN}' "
+                                     f"(table '{table.name}')", "slot.name", "use another 'slot.name'")
         return int(marker["lsn"])
     if marker is not None:
-        raise _fail(table, f"replication slot '{slot}' that this query created at LSN "
-                           f"{pg.lsn_text(int(marker['lsn']))} no longer exists, so the changes made since its "
-                           f"checkpoint are lost (table '{table.name}')", "slot.name",
-                    f"to start afresh with a new snapshot, delete the checkpoint directory {ctx.checkpoint}")
+        raise table_error(table, f"replication slot '{slot}' that this query created at LSN "
+                                 f"{pg.lsn_text(int(marker['lsn']))} no longer exists, so the changes made since its "
+                                 f"checkpoint are lost (table '{table.name}')", "slot.name",
+                          f"to start afresh with a new snapshot, delete the checkpoint directory {ctx.checkpoint}")
     try:
         lsn = int(c.execute("SELECT (lsn - '0/0'::pg_lsn)::bigint FROM pg_create_logical_replication_slot(%s, %s)",
                             (slot, pg.PLUGIN)).fetchone()[0])
     except psycopg.errors.InsufficientPrivilege:
-        raise _fail(table, f"user '{options['username']}' may not create replication slots (table '{table.name}')",
-                    "username", f"ALTER ROLE {options['username']} REPLICATION, or use a user that has it") from None
+        raise table_error(table, f"user '{options['username']}' may not create replication slots (table '{table.name}')",
+                          "username", f"ALTER ROLE {options['username']} REPLICATION, or use a user that has it") from None
     except psycopg.errors.DuplicateObject:
-        raise _fail(table, f"replication slot '{slot}' already exists, and this query did not create it "
-                           f"(table '{table.name}')", "slot.name", "give the table its own 'slot.name'") from None
+        raise table_error(table, f"replication slot '{slot}' already exists, and this query did not create it "
+                                 f"(table '{table.name}')", "slot.name", "give the table its own 'slot.name'") from None
     except psycopg.Error as exc:
         message = str(exc).strip().splitlines()[0]
         hint = ("install the wal2json decoding plugin on the server (Debian: postgresql-<version>-wal2json)"
                 if "wal2json" in message else "see the server's log")
-        raise _fail(table, f"could not create replication slot '{slot}' for table '{table.name}': {message}",
-                    "slot.name", hint) from None
+        raise table_error(table, f"could not create replication slot '{slot}' for table '{table.name}': {message}",
+                          "slot.name", hint) from None
     write_marker(ctx.spark, ctx.checkpoint, slot, {
         "slot": slot, "lsn": lsn, "lsn_text": pg.lsn_text(lsn), "database": options["database-name"],
         "table": f"{options['schema-name']}.{options['table-name']}",
@@ -395,7 +306,7 @@ def create_source(ctx) -> SourceStream:
                 "max_changes": options.get("scan.max-changes-per-trigger")}
     else:
         spec = preflight(ctx)
-    ctx.spark.dataSource.register(pg._build_classes()["CdcDataSource"])
+    ctx.spark.dataSource.register(pg.CLASSES["CdcDataSource"])
     fields = [StructField("__kind", StringType()), StructField("__seq_major", StringType()),
               StructField("__seq_minor", LongType()), StructField("__position", StringType()),
               StructField("__raw", StringType())]
@@ -408,9 +319,9 @@ def create_source(ctx) -> SourceStream:
     physical, errors = {}, []
     for i, col in enumerate(physical_cols):
         text = F.col(f"{pg.VALUE_PREFIX}{i}")
-        value = _typed(text, col.spark_type, spec["types"][i])
+        value = typed_value(text, col.spark_type, spec["types"][i])
         physical[col.name] = value
-        if _base(col.spark_type) != "string":
+        if base_type(col.spark_type) != "string":
             errors.append(F.when(text.isNotNull() & value.isNull(), F.concat(
                 F.lit(f"column '{col.name}': PostgreSQL value '"), F.substring(text, 1, 100),
                 F.lit(f"' does not fit {col.flink_type}"))))
@@ -421,21 +332,6 @@ def create_source(ctx) -> SourceStream:
                "__error": F.coalesce(*errors, F.lit(None).cast("string")) if errors else F.lit(None).cast("string"),
                "__raw": F.col("__raw"), "__position": F.col("__position")}
     return SourceStream(table_frame(df, table, physical=physical, metadata=metadata, control=control), UPSERT)
-
-
-def _typed(text, spark_type: str, pg_type: Optional[str]):
-    """A text value (PostgreSQL's text form; bytea as hex) as the declared type. NULL
-    where it does not fit, which the caller reports as a bad record."""
-    from pyspark.sql import functions as F
-
-    base = _base(spark_type)
-    if pg_type == "bytea":
-        return F.unhex(text) if base == "binary" else F.concat(F.lit("\\x"), text)
-    if base == "string":
-        return text
-    if base == "binary":
-        return text.cast("binary")
-    return text.try_cast(spark_type)
 
 
 CONNECTOR = Connector(

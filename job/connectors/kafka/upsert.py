@@ -6,51 +6,43 @@ tombstone when the row is deleted.
 """
 from __future__ import annotations
 
-from job.connectors import kafka_common as kc
-from job.connectors.base import UPSERT, Connector, Option, Sink, SourceStream
+from job.connectors.kafka import common
+from job.connectors.kafka.admin import check_reachable
+from job.connectors.kafka.records import (encoded_record, key_field, metadata_columns, position, read_topic, sequence,
+                                          value_columns, write_options)
+from job.connectors.base import UPSERT, Connector, Sink, SourceStream
 from job.connectors.rows import table_frame
 
-OPTIONS = kc.COMMON + (
-    Option("scan.startup.mode", "enum", default="earliest-offset",
-           choices=("earliest-offset", "latest-offset", "group-offsets", "timestamp", "specific-offsets"),
-           description="Where a new query starts (an upsert table is normally read from the beginning)."),
-    Option("scan.startup.timestamp-millis", "int", description="Start offset by record timestamp (mode 'timestamp')."),
-    Option("scan.startup.specific-offsets", description="'partition:0,offset:42;partition:1,offset:300'."),
-)
-
-
-def _options(options):
-    return {**options, "__key_is_primary_key": True}
+OPTIONS = common.COMMON + common.startup_options(
+    "earliest-offset", "Where a new query starts (an upsert table is normally read from the beginning).")
 
 
 def check(table, options, role):
-    opts = _options(options)
-    kc.check_columns(table, opts, role, key_cols=kc.key_columns(table, opts))
+    # The record key is the PRIMARY KEY.
+    common.check_columns(table, options, role, key_cols=list(table.primary_key))
 
 
 def create_source(ctx) -> SourceStream:
     from pyspark.sql import functions as F
 
-    table = ctx.table
-    options = _options(ctx.options)
+    table, options = ctx.table, ctx.options
     key_cols = list(table.primary_key)
-    df, value, key = kc.read_topic(ctx, key_cols=key_cols)
+    df, value, key = read_topic(ctx, key_cols=key_cols)
     strip = options.get("key.fields-prefix", "")
-    physical = {c.name: value.row[c.name] for c in table.physical_columns
-                if not (options.get("value.fields-include") == "EXCEPT_KEY" and c.name in key_cols)}
+    physical = {c: value.row[c] for c in value_columns(table, options, key_cols)}
     for c in key_cols:  # the key is authoritative, and the only thing a tombstone has
-        physical[c] = key.row[c[len(strip):] if strip and c.startswith(strip) else c]
+        physical[c] = key.row[key_field(c, strip)]
     deleted = df["value"].isNull()
-    major, minor = kc.sequence(df)
+    major, minor = sequence(df)
     control = {
         "__kind": F.when(deleted, F.lit("D")).otherwise(F.lit("U")),
         "__seq_major": major, "__seq_minor": minor,
         "__error": F.coalesce(key.error, F.when(~deleted, value.error),
                               F.when(df["key"].isNull(), F.lit("record without a key in an upsert table"))),
-        "__raw": df["value"].cast("string"), "__position": kc.position(df),
+        "__raw": df["value"].cast("string"), "__position": position(df),
     }
-    return SourceStream(table_frame(df, table, physical=physical, metadata=kc.metadata_columns(df, table),
-                                    control=control), UPSERT, bounded=kc.bounded(options))
+    return SourceStream(table_frame(df, table, physical=physical, metadata=metadata_columns(df, table),
+                                    control=control), UPSERT, bounded=common.bounded(options))
 
 
 class UpsertKafkaSink(Sink):
@@ -59,10 +51,10 @@ class UpsertKafkaSink(Sink):
     def write_changes(self, batch, batch_id):
         from pyspark.sql import functions as F
 
-        opts = _options(self.ctx.options)
-        records = kc.encoded_record(batch, self.ctx.table, opts, key_cols=list(self.ctx.table.primary_key),
+        opts = self.ctx.options
+        records = encoded_record(batch, self.ctx.table, opts, key_cols=list(self.ctx.table.primary_key),
                                     value_null=F.col("__op").isin("-D", "-U"))
-        records.write.format("kafka").options(**kc.write_options(opts)).save()
+        records.write.format("kafka").options(**write_options(opts)).save()
 
     def write_append(self, batch, batch_id):
         from pyspark.sql import functions as F
@@ -73,12 +65,12 @@ class UpsertKafkaSink(Sink):
         """Upserts and tombstones through Spark's own Kafka sink: no Python per batch."""
         from pyspark.sql import functions as F
 
-        opts = _options(self.ctx.options)
+        opts = self.ctx.options
         if not self.ctx.offline:
-            kc.check_reachable(self.ctx.spark, opts)
-        records = kc.encoded_record(df, self.ctx.table, opts, key_cols=list(self.ctx.table.primary_key),
+            check_reachable(self.ctx.spark, opts)
+        records = encoded_record(df, self.ctx.table, opts, key_cols=list(self.ctx.table.primary_key),
                                     value_null=F.col("__op").isin("-D", "-U"))
-        return records.writeStream.format("kafka").options(**kc.write_options(opts))
+        return records.writeStream.format("kafka").options(**write_options(opts))
 
 
 CONNECTOR = Connector(
@@ -92,4 +84,5 @@ CONNECTOR = Connector(
     create_source=create_source,
     create_sink=UpsertKafkaSink,
     check=check,
+    **common.HOOKS,
 )

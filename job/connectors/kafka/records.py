@@ -1,0 +1,142 @@
+"""Reading a topic with Spark's own Kafka connector (spark-sql-kafka-0-10), decoding key
+and value into the table's columns with its metadata columns, and encoding rows into
+Kafka records for writing.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from job.connectors.kafka.admin import check_reachable, ensure_topics, starting_offsets
+from job.connectors.kafka.common import METADATA_KEYS, spark_kafka_options, topics
+from job.connectors.registry import format_for
+from job.connectors.rows import physical_schema
+from job.formats.base import format_options
+
+
+def value_format(table, options):
+    """(format, its options) of the record value: 'value.format' with its options under
+    'value.<format>.', or 'format' with them under '<format>.'."""
+    option = "value.format" if options.get("value.format") else "format"
+    fmt = format_for(options.get(option), table=table, option=option)
+    return fmt, format_options(options, f"{'value.' if option == 'value.format' else ''}{fmt.name}.")
+
+
+def key_format(table, options):
+    """(format, its options) of the record key ('key.format')."""
+    fmt = format_for(options["key.format"], table=table, option="key.format")
+    return fmt, format_options(options, f"key.{fmt.name}.")
+
+
+def value_columns(table, options, key_cols) -> list[str]:
+    """The physical columns in the record value (without the key's under 'EXCEPT_KEY')."""
+    except_key = options.get("value.fields-include") == "EXCEPT_KEY"
+    return [c.name for c in table.physical_columns if not (except_key and c.name in key_cols)]
+
+
+def key_field(column: str, prefix: str) -> str:
+    """A key column's field name in the record key: 'key.fields-prefix' removed."""
+    return column[len(prefix):] if prefix and column.startswith(prefix) else column
+
+
+def read_topic(ctx, *, key_cols: list[str]):
+    """The raw Kafka stream plus decoded key/value structs.
+
+    Returns (df, value_decoded, key_decoded_or_None); df keeps Spark's Kafka columns.
+    """
+    spark, table, options = ctx.spark, ctx.table, ctx.options
+    if not ctx.offline:
+        check_reachable(spark, options)
+        if not options.get("topic-pattern"):
+            ensure_topics(spark, options, topics(options))
+    reader = spark.readStream.format("kafka").options(**spark_kafka_options(options))
+    if options.get("topic-pattern"):
+        reader = reader.option("subscribePattern", options["topic-pattern"])
+    else:
+        reader = reader.option("subscribe", ",".join(topics(options)))
+    reader = reader.option("includeHeaders", "true").option("failOnDataLoss", "false")
+    if options.get("scan.max-offsets-per-trigger"):
+        reader = reader.option("maxOffsetsPerTrigger", str(options["scan.max-offsets-per-trigger"]))
+    if options.get("scan.poll-timeout"):
+        reader = reader.option("kafkaConsumer.pollTimeoutMs", str(options["scan.poll-timeout"]))
+    reader = reader.options(**({"startingOffsets": "earliest"} if ctx.offline else starting_offsets(spark, table, options)))
+    df = reader.load()
+
+    value_fmt, value_opts = value_format(table, options)
+    value = value_fmt.decode(df["value"], physical_schema(table, value_columns(table, options, key_cols)), value_opts)
+    key = None
+    if key_cols:
+        key_fmt, key_opts = key_format(table, options)
+        key_schema = physical_schema(table, key_cols, strip_prefix=options.get("key.fields-prefix", ""))
+        key = key_fmt.decode(df["key"], key_schema, key_opts)
+    return df, value, key
+
+
+def metadata_columns(df, table) -> dict[str, Any]:
+    """Column name → expression for each METADATA column, from Spark's Kafka columns."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import MapType, StringType, _parse_datatype_string
+
+    out = {}
+    for col in table.columns:
+        if col.kind != "metadata":
+            continue
+        source = METADATA_KEYS[col.metadata_key or col.name]
+        expr = df[source]
+        if source == "headers":
+            expr = F.map_from_entries(F.coalesce(df["headers"], F.array()))
+            declared = _parse_datatype_string(col.spark_type)
+            if isinstance(declared, MapType) and isinstance(declared.valueType, StringType):
+                expr = F.transform_values(expr, lambda _k, v: v.cast("string"))
+        elif source == "timestampType":
+            expr = F.when(df["timestampType"] == 0, "CreateTime").when(df["timestampType"] == 1, "LogAppendTime").otherwise("NoTimestampType")
+        out[col.name] = expr.cast(col.spark_type)
+    return out
+
+
+def position(df):
+    """A human-readable record position for errors and dead letters."""
+    from pyspark.sql import functions as F
+
+    return F.concat(F.lit("topic "), df["topic"], F.lit(" partition "), df["partition"].cast("string"),
+                    F.lit(" offset "), df["offset"].cast("string"))
+
+
+def sequence(df):
+    """(major, minor) that orders records of one key: partition, then offset."""
+    from pyspark.sql import functions as F
+
+    return F.lpad(df["partition"].cast("string"), 6, "0"), df["offset"]
+
+
+# --------------------------------------------------------------------------- write
+
+def encoded_record(df, table, options, *, key_cols: list[str], value_null=None):
+    """Select Kafka's key/value(/headers) columns from a DataFrame of table rows.
+
+    ``value_null``: a boolean column; where true the value is NULL (a tombstone).
+    """
+    from pyspark.sql import functions as F
+
+    value_fmt, vopts = value_format(table, options)
+    physical = value_columns(table, options, key_cols)
+    value = value_fmt.encode(df[physical[0]] if value_fmt.single_column else F.struct(*[df[c] for c in physical]), vopts)
+    if value_null is not None:
+        value = F.when(value_null, F.lit(None)).otherwise(value)
+    cols = [value.cast("binary").alias("value")]
+    if key_cols:
+        key_fmt, kopts = key_format(table, options)
+        strip = options.get("key.fields-prefix", "")
+        if key_fmt.single_column:
+            key = key_fmt.encode(df[key_cols[0]], kopts)
+        else:
+            key = key_fmt.encode(F.struct(*[df[c].alias(key_field(c, strip)) for c in key_cols]), kopts)
+        cols.append(key.cast("binary").alias("key"))
+    for col in table.columns:
+        if col.kind == "metadata" and not col.virtual and (col.metadata_key or col.name) in ("headers", "properties"):
+            cols.append(F.transform(F.map_entries(df[col.name]),
+                                    lambda e: F.struct(e["key"].alias("key"), e["value"].cast("binary").alias("value"))).alias("headers"))
+    return df.select(*cols)
+
+
+def write_options(options) -> dict[str, str]:
+    return {**spark_kafka_options(options), "topic": topics(options)[0]}
