@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from job.plan.aggregates import aggregate_calls, parse_call
+from job.plan.aggregate_calls import aggregate_calls, parse_call
 from job.plan.relation import Field, Rel, flink_key
 from job.sql.flink.translate import Typed, wrap_integer
 

@@ -107,7 +107,7 @@ class Planner:
         return self.select(node)
 
     def select(self, node: exp.Select) -> Rel:
-        from job.plan import aggregates, ranking, subqueries
+        from job.plan import aggregate_calls, aggregates, ranking, subqueries
 
         self.refuse_unplanned(node)
         with_ = node.args.get("with_") or node.args.get("with")
@@ -127,7 +127,7 @@ class Planner:
                 rel = self.from_clause(from_.this, node.args.get("joins") or [], pending)
                 if pending:
                     rel = subqueries.plan_where(self, rel, exp.and_(*pending) if len(pending) > 1 else pending[0])
-            if aggregates.is_aggregating(node):
+            if aggregate_calls.is_aggregating(node):
                 rel = aggregates.plan_aggregate(self, rel, node)
             elif any(isinstance(w, exp.Window) for item in node.expressions for w in item.find_all(exp.Window)):
                 from job.plan import over

@@ -34,12 +34,12 @@ RETRACT = "__retract"
 
 
 def plan_temporal_join(planner, left, node):
-    from job.plan import joins
+    from job.plan import join_condition
 
     right_node = node.this
     version = right_node.args["version"]
     as_of = version.expression
-    kind = joins.join_kind(node)
+    kind = join_condition.join_kind(node)
     left = planner.settle(left)
     if not isinstance(as_of, exp.Column) or not left.refers_only_to(as_of):
         raise planner.error(as_of, "FOR SYSTEM_TIME AS OF names a time attribute of the join's left input (Flink: "
@@ -61,7 +61,7 @@ def plan_temporal_join(planner, left, node):
     if node.args.get("on") is None:
         raise planner.error(node, "a temporal join needs an ON clause with the versioned table's primary key")
     right = versioned(planner, right_node)
-    pairs, left_only, right_only, mixed = joins.split_condition(planner, left, right, node)
+    pairs, left_only, right_only, mixed = join_condition.split_condition(planner, left, right, node)
     _check_key(planner, right, pairs, right_node, node)
     if kind == "left" and (right_only or mixed):
         raise planner.error((right_only + mixed)[0], "a condition on the versioned table in a LEFT temporal join is "
