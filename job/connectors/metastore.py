@@ -254,7 +254,7 @@ def _reach(spark, table, first_call):
     try:
         return first_call()
     except Exception as exc:  # noqa: BLE001 - py4j/analysis errors of the Hive client
-        from job.run.runner import java_causes
+        from job.run.failures import java_causes
 
         # The Python message is Hive's outermost one; the reason (Derby's, the network's) is
         # in the Java causes: the captured JVM stack trace of an AnalysisException.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from job.run.runner import RunOptions, run
+from job.api import RunOptions, run
 from tests.changelog.engine_support import Clock, write_files
 from tests.kafka_io import consume, topic_name, upsert_state
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from job.run.runner import RunOptions, run
+from job.api import RunOptions, run
 from tests.changelog.engine_support import (QUERIES, Clock, Scenario, assert_sink_matches, fresh_topics, pipeline_sql,
                                             sink_frame)
 from tests.kafka_io import consume, upsert_state

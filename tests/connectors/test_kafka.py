@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from job.run.runner import RunOptions, run
+from job.api import RunOptions, run
 from tests.kafka_io import consume, produce, topic_name
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]

@@ -21,7 +21,7 @@ import psycopg
 import pytest
 from chispa import assert_df_equality
 
-from job.run.runner import RunOptions, run
+from job.api import RunOptions, run
 from tests.kafka_io import consume, produce, topic_name, upsert_state
 from tests.run.helpers import MAIN, ROOT, job_env, kill_job_tree
 

@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from job.run.runner import RunOptions, run
+from job.api import RunOptions, run
 
 ROOT = Path(__file__).resolve().parents[2]
 MAIN = ROOT / "job" / "main.py"
