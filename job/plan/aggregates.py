@@ -13,7 +13,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from job.plan import engine
-from job.plan.aggregate_calls import AggCall, aggregate_calls, is_aggregating, parse_call
+from job.plan.aggregate_calls import AggCall, aggregate_calls, parse_call
 from job.plan.relation import NET, SIGN, Field, Rel, flink_key
 from job.sql.flink.translate import Typed
 from job.sql.types import LogicalType

@@ -49,7 +49,8 @@ def query_name(program: Program, index: int, table: str) -> str:
 
 def new_planner(spark, catalog, conf, open_source: Callable):
     """A planner with the pipeline's SET options that change a plan."""
-    from job.plan.planner import Execution, Planner
+    from job.plan.execution import Execution
+    from job.plan.planner import Planner
     from job.sql.flink.translate import Settings
 
     return Planner(spark, catalog, open_source, Settings.from_conf(conf), Execution.from_conf(conf))

@@ -80,7 +80,6 @@ def versioned(planner, node: exp.Table) -> Rel:
     from pyspark.sql import functions as F
 
     from job.connectors.base import APPEND, UPSERT
-    from job.sql.flink.columns import column_type, is_proctime
 
     bare = node.copy()
     bare.set("version", None)
@@ -119,13 +118,10 @@ def versioned(planner, node: exp.Table) -> Rel:
         df = planner.signed(rel).filter(F.col(SIGN) > 0).select(*[F.col(f"`{c}`") for c in rel.cols()],
                                                                   F.lit(False).alias(RETRACT))
         return Rel(df, rel.fields, False, rel.unique_key, rel.steps + ["versions: the view's rows by key"])
+    from job.plan.scan import table_fields
+
     stream = planner.open_source(table)
-    rowtime = table.watermark.column.lower() if table.watermark is not None else None
-    fields = []
-    for column in table.columns:
-        time = "rowtime" if column.name.lower() == rowtime else "proctime" if is_proctime(column) else None
-        fields.append(Field(column.name, alias, planner.fresh(), column_type(table, column, planner.settings), time))
-    renamed = [F.col(f"`{c.name}`").alias(f.col) for c, f in zip(table.columns, fields)]
+    fields, renamed = table_fields(planner, table, alias)
     pk = frozenset(f.col for f in fields if f.name in table.primary_key) or None
     df = stream.df
     if stream.mode == APPEND:

@@ -12,7 +12,7 @@ import pytest
 
 from job.api import RunOptions, run
 from tests.changelog.engine_support import Clock, write_files
-from tests.kafka_io import consume, topic_name, upsert_state
+from tests.support.kafka_io import consume, topic_name, upsert_state
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from job.api import RunOptions, run
-from tests.kafka_io import consume, produce, topic_name
+from tests.support.kafka_io import consume, produce, topic_name
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 

@@ -16,9 +16,9 @@ import uuid
 import psycopg
 import pytest
 
-from tests.kafka_io import produce, topic_name
-from tests.run.helpers import MAIN, ROOT, job_env, run_cli, run_inline, kill_job_tree
-from tests.services import drop_jdbc_staging_tables as drop_staging_tables
+from tests.support.kafka_io import produce, topic_name
+from tests.support.runs import MAIN, ROOT, job_env, run_cli, run_inline, kill_job_tree
+from tests.support.services import drop_jdbc_staging_tables as drop_staging_tables
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 SEED = ROOT / "examples" / "user_count_by_account" / "pipeline.sql"

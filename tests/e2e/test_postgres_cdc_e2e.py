@@ -22,8 +22,8 @@ import pytest
 from chispa import assert_df_equality
 
 from job.api import RunOptions, run
-from tests.kafka_io import consume, produce, topic_name, upsert_state
-from tests.run.helpers import MAIN, ROOT, job_env, kill_job_tree
+from tests.support.kafka_io import consume, produce, topic_name, upsert_state
+from tests.support.runs import MAIN, ROOT, job_env, kill_job_tree
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.kafka]
 PIPELINE = ROOT / "examples" / "multi_hop" / "pipeline.yaml"

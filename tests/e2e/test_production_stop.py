@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.kafka_io import consume, produce, topic_name, upsert_state
-from tests.run.helpers import MAIN, ROOT, job_env, run_inline
+from tests.support.kafka_io import consume, produce, topic_name, upsert_state
+from tests.support.runs import MAIN, ROOT, job_env, run_inline
 
 SEED = ROOT / "examples" / "user_count_by_account" / "pipeline.sql"
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from tests.kafka_io import produce, topic_name
-from tests.run.helpers import ROOT, run_cli, run_inline
+from tests.support.kafka_io import produce, topic_name
+from tests.support.runs import ROOT, run_cli, run_inline
 
 PRINT_SINK = "CREATE TABLE out1 (uid STRING, n INT) WITH ('connector' = 'print');"
 

@@ -1,7 +1,7 @@
 """Real external services for tests: a local Kafka broker (scripts/kafka.sh) and the extra
 Spark jars (scripts/jars.sh).
 
-    from tests.services import ensure_kafka, spark_jars
+    from tests.support.services import ensure_kafka, spark_jars
     bootstrap = ensure_kafka()            # "127.0.0.1:19092", started once, reused after
     SparkSession.builder.config("spark.jars", ",".join(spark_jars()))...
 
@@ -17,7 +17,7 @@ import os
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 JARS_SH = ROOT / "scripts" / "jars.sh"
 KAFKA_SH = ROOT / "scripts" / "kafka.sh"
 SPARK_JARS_DIR = ROOT / "jars" / "spark"
