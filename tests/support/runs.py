@@ -46,6 +46,21 @@ def run_cli(*args: str, timeout: float = 300, env=None) -> Result:
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
+def start_cli(*args: str, env=None):
+    """``python job/main.py ARGS`` started in a process group of its own, as systemd,
+    Airflow or ``kill -TERM -PGID`` see a job. Returns the process, the list its stderr
+    lines are collected into as they come, and the thread collecting them (join it once
+    the process has ended to have them all)."""
+    import threading
+
+    proc = subprocess.Popen([sys.executable, str(MAIN), *args], cwd=ROOT, env=env or job_env(), text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
+    reader.start()
+    return proc, lines, reader
+
+
 def descendants(pid: int) -> list[int]:
     """Every process below ``pid``, from /proc."""
     children: dict[int, list[int]] = {}

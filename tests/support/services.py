@@ -105,6 +105,15 @@ def ensure_postgres(port: int = 15432, name: str = "test", timeout: float = 120)
     }
 
 
+def connect_postgres(facts: dict):
+    """A psycopg connection, in autocommit, to the database ``postgres`` of the server
+    :func:`ensure_postgres` describes."""
+    import psycopg
+
+    return psycopg.connect(host=facts["host"], port=facts["port"], user=facts["user"], password=facts["password"],
+                           dbname="postgres", autocommit=True)
+
+
 def stop_postgres(name: str = "test") -> None:
     _run([str(POSTGRES_SH), "stop", "--name", name], timeout=60)
 
