@@ -1,7 +1,7 @@
 """A run: load → parse → plan → start the queries, watch them, stop them.
 
-``run(RunOptions(...))`` (through :mod:`job.api`) returns an exit code and never calls ``sys.exit``, so tests and
-an Airflow PythonOperator can call it directly; ``job.main`` is a thin wrapper.
+``job.api.run(RunOptions(...))`` returns an exit code and never calls ``sys.exit``, so
+tests and an Airflow PythonOperator can call it directly; ``job.main`` is a thin wrapper.
 
 Exit codes (docs/operations.md, "Exit codes"), each with one line on stderr saying which:
 
