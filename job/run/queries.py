@@ -1,5 +1,6 @@
 """Starting the planned queries (:mod:`job.plan.queries`), all in one Spark application
-(Flink's statement set), and telling why one stopped.
+(Flink's statement set), and telling why one stopped; how each query of a run opens its
+tables, which planning borrows.
 
 Every query starts; if one fails the others are stopped and the failure is reported.
 With ``once`` every source is read up to what is available now and the run ends; an
@@ -43,8 +44,6 @@ def query_sources(spark, *, once: bool, offline: bool = False):
     """Per query checkpoint, its :class:`QuerySources`."""
     return lambda checkpoint: QuerySources(spark, checkpoint, once, offline)
 
-
-# ---------------------------------------------------------------------- running
 
 def trigger_args(program: Program, once: bool) -> dict:
     """AvailableNow under --once; otherwise a micro-batch every interval given by SET, in
