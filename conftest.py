@@ -17,14 +17,14 @@ def pytest_configure(config):
 
 @pytest.fixture(scope="session")
 def spark():
-    from tests.spark_session import get_spark
+    from tests.support.spark_session import get_spark
 
     return get_spark()
 
 
 @pytest.fixture(scope="session")
 def kafka_bootstrap():
-    from tests.services import ensure_kafka
+    from tests.support.services import ensure_kafka
 
     return ensure_kafka()
 
@@ -32,6 +32,6 @@ def kafka_bootstrap():
 @pytest.fixture(scope="session")
 def postgres():
     """The local PostgreSQL (scripts/postgres.sh, 127.0.0.1:15432): url/host/port/user/password."""
-    from tests.services import ensure_postgres
+    from tests.support.services import ensure_postgres
 
     return ensure_postgres()

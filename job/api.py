@@ -1,8 +1,11 @@
 """The library: what the command line, Airflow, the benchmarks and the tests call.
 
-* :func:`run` runs a pipeline (statements, ``.sql`` files, a YAML pipeline) as the
-  command line does and returns its exit code (:class:`~job.run.runner.RunOptions` has
-  the same options as the CLI).
+* :func:`compile` reads a pipeline (statements, ``.sql`` files, a YAML pipeline) and
+  checks it without Spark: its tables, views, settings and INSERTs as a
+  :class:`~job.plan.program.Program`, or the :class:`~job.errors.PipelineError` the
+  command line would report (exit code 2).
+* :func:`run` runs a pipeline as the command line does and returns its exit code
+  (:class:`RunOptions` has the same options as the CLI).
 * :func:`collect` runs one query over the pipeline's tables to the end of its input and
   returns its result as Flink's ``TableResult.collect()`` would: the changelog (row kinds
   +I/-U/+U/-D with typed values) and the rows it leaves. Tests compare it with Flink;
@@ -17,13 +20,27 @@ from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from job.errors import PipelineError
-from job.run.runner import RunOptions
-from job.run.runner import run as _run_cli
+from job.plan.program import Program
+from job.run.runner import DEFAULT_STOP_TIMEOUT_S, RunOptions
+from job.run.runner import run as _run
+
+__all__ = ["DEFAULT_STOP_TIMEOUT_S", "Program", "Result", "RunOptions", "collect", "compile", "run"]
 
 
-def run(options: RunOptions, out=None, err=None) -> int:
-    """Run a pipeline; returns the documented exit code (never raises for user errors)."""
-    return _run_cli(options, out=out, err=err)
+def compile(options: RunOptions) -> Program:  # noqa: A001 - the library's verb, as in "compile a pipeline"
+    """Read and check the pipeline ``options`` name (statements, files, YAML pipeline,
+    template variables): no Spark, no data. Raises PipelineError for an invalid one."""
+    from job.pipeline.load import load_statements
+    from job.plan.program import build_program
+
+    return build_program(load_statements(args=options.statements, files=options.files, pipeline=options.pipeline,
+                                         variables=options.variables))
+
+
+def run(options: RunOptions, out=None, err=None, *, program: Optional[Program] = None) -> int:
+    """Run a pipeline; returns the documented exit code (never raises for user errors).
+    ``program``: one :func:`compile` returned, run instead of reading the pipeline again."""
+    return _run(options, out=out, err=err, program=program)
 
 
 @dataclass
@@ -59,46 +76,27 @@ def collect(statements: Sequence[str], query: str, *, spark=None, checkpoint_dir
     end of the input (``--once`` semantics: every window closes), and return its result.
 
     Raises PipelineError for SQL the job refuses, as the command line would report it."""
-    from job.catalog import Catalog
     from job.errors import Origin
     from job.pipeline.load import load_statements
-    from job.plan.planner import Execution, Planner
+    from job.plan.program import declare
+    from job.plan.queries import new_planner
     from job.plan.relation import SIGN
-    from job.run.end_of_input import EndOfInput, max_event_time, write_markers
-    from job.run.sources import OpenedSources, open_source
+    from job.run.queries import QuerySources
     from job.sql.flink.query import parse_query
-    from job.sql.flink.translate import Settings
-    from job.sql.parse import parse_statement
-    from job.sql.statements import CreateTable, CreateView, SetOption
 
     loaded = load_statements(args=list(statements))
-    catalog = Catalog()
-    settings_conf = dict(conf or {})
-    for st in loaded.statements:
-        statement = parse_statement(st)
-        if isinstance(statement, CreateTable):
-            catalog.add_table(statement)
-        elif isinstance(statement, CreateView):
-            catalog.add_view(statement)
-        elif isinstance(statement, SetOption):
-            settings_conf[statement.key] = statement.value
-        elif statement is not None:
-            raise PipelineError("collect() takes CREATE TABLE, CREATE VIEW and SET statements and one query",
-                                origin=st.origin)
+    catalog, settings_conf, inserts = declare(loaded.statements, conf)
+    if inserts:
+        raise PipelineError("collect() takes CREATE TABLE, CREATE VIEW and SET statements and one query",
+                            origin=inserts[0].source.origin if inserts[0].source else None)
     if spark is None:
         from job.run.session import build_session
 
         spark = build_session("collect", {})
     parsed = parse_query(query, Origin("query"), query)
     checkpoint = checkpoint_dir or tempfile.mkdtemp(prefix="streamsql-collect-")
-    opened = OpenedSources()
-    end_of_input = EndOfInput()
-
-    def open_(table, ordered=True):
-        return open_source(spark, table, once=True, opened=opened, checkpoint=checkpoint, end_of_input=end_of_input,
-                           ordered=ordered)
-
-    planner = Planner(spark, catalog, open_, Settings.from_conf(settings_conf), Execution.from_conf(settings_conf))
+    sources = QuerySources(spark, checkpoint, once=True)
+    planner = new_planner(spark, catalog, settings_conf, sources.open)
     rel = planner.settle(planner.plan(parsed))
     result = Result([(f.name, f.type) for f in rel.fields], [], rel.append_only)
     cols = rel.cols()
@@ -121,7 +119,10 @@ def collect(statements: Sequence[str], query: str, *, spark=None, checkpoint_dir
               .outputMode("append").trigger(availableNow=True))
     query_ = writer.start()
     _await(query_, timeout)
+    end_of_input = sources.end_of_input
     if planner.event_time_span_ms is not None and end_of_input.tables:
+        from job.run.end_of_input import max_event_time, write_markers
+
         end_of_input.span_ms = planner.event_time_span_ms
         seen = max_event_time(query_)
         if seen is not None:

@@ -6,7 +6,7 @@ import os
 from typing import Sequence
 
 from job.errors import PipelineError
-from job.run.runner import DEFAULT_STOP_TIMEOUT_S, RunOptions
+from job.api import DEFAULT_STOP_TIMEOUT_S, RunOptions
 
 USAGE = """spark-submit job/main.py [STATEMENT ...] [--file F.sql]... [--pipeline P.yaml] [--var k=v]...
                             [--once] [--dry-run] [--explain] [--checkpoint-dir DIR] [--verbose]

@@ -16,7 +16,7 @@ from job.errors import PipelineError  # noqa: E402
 
 def main(argv=None) -> int:
     from job.cli import parse_args
-    from job.run.runner import run
+    from job.api import run
 
     try:
         options = parse_args(sys.argv[1:] if argv is None else argv)

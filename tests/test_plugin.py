@@ -19,10 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from job.api import RunOptions, compile
 from job.connectors import registry
 from job.errors import EXIT_INVALID, PipelineError
-from job.pipeline.load import load_statements
-from job.run.program import build_program
 
 ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "tests" / "plugin_site"
@@ -62,7 +61,7 @@ def plugin(monkeypatch):
 
 
 def program(*statements: str):
-    return build_program(load_statements(args=list(statements)))
+    return compile(RunOptions(statements=list(statements)))
 
 
 def test_not_found_without_the_entry_point(monkeypatch):
@@ -119,7 +118,7 @@ def test_the_cli_finds_it_on_pythonpath(tmp_path):
 
 @pytest.mark.slow
 def test_runs_end_to_end(plugin, spark, tmp_path):
-    from job.run.runner import RunOptions, run
+    from job.api import run
 
     code = run(RunOptions(statements=[SOURCE, sink_ddl("'connector' = 'collect', 'bucket' = 'out'"), INSERT],
                           once=True, checkpoint_dir=str(tmp_path / "ckpt")))
@@ -130,7 +129,7 @@ def test_runs_end_to_end(plugin, spark, tmp_path):
 @pytest.mark.slow
 def test_receives_a_changelog(plugin, spark, tmp_path):
     """An updating query reaches the plugin as +I/-U/+U/-D (it accepts retractions)."""
-    from job.run.runner import RunOptions, run
+    from job.api import run
 
     statements = [SOURCE,
                   "CREATE TABLE counts (parity BIGINT, n BIGINT) WITH ('connector' = 'collect', 'bucket' = 'counts');",

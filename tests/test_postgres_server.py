@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from tests.services import ROOT
+from tests.support.services import ROOT
 
 pytestmark = pytest.mark.postgres
 

@@ -39,7 +39,7 @@ class Bound:
 
 def match_interval_join(planner, left, right, node):
     """An interval join, planned; None when ``node`` is a regular join."""
-    from job.plan import joins, window_join
+    from job.plan import join_condition, window_join
 
     windowed = window_join.match_window_join(planner, left, right, node)
     if windowed is not None:
@@ -60,7 +60,7 @@ def match_interval_join(planner, left, right, node):
         return None
     lower = [b for b in bounds if b.op in (exp.GT, exp.GTE)]
     upper = [b for b in bounds if b.op in (exp.LT, exp.LTE)]
-    kind = joins.join_kind(node)
+    kind = join_condition.join_kind(node)
     if not lower or not upper:
         if kind == "inner":
             return None  # a regular join with a time condition, as in Flink
@@ -126,14 +126,14 @@ def _time_term(planner, left: Rel, right: Rel, node: exp.Expression):
 def plan_interval_join(planner, left: Rel, right: Rel, node: exp.Join, kind: str, lower: list, upper: list) -> Rel:
     from pyspark.sql import functions as F
 
-    from job.plan import joins
+    from job.plan import join_condition
 
     left, right = planner.settle(left), planner.settle(right)
     if not (left.append_only and right.append_only):
         raise planner.error(node, "an interval join needs two append-only inputs, but "
                                   + ("its left" if not left.append_only else "its right")
                                   + " input has updates and deletes")
-    pairs, _, _, _ = joins.split_condition(planner, left, right, node)
+    pairs, _, _, _ = join_condition.split_condition(planner, left, right, node)
     if not pairs:
         raise planner.error(node, "an interval join needs at least one equality between the two sides",
                             hint="Spark keeps no key to join on otherwise")
@@ -167,7 +167,7 @@ def plan_interval_join(planner, left: Rel, right: Rel, node: exp.Join, kind: str
         fields = fields[:len(left.fields)] + [_nullable(f) for f in right.fields]
     if kind in ("right", "full"):
         fields = [_nullable(f) for f in fields[:len(left.fields)]] + fields[len(left.fields):]
-    step = (f"{kind} interval join on {joins.on_text(planner, pairs)} and {text(lower + upper)} "
+    step = (f"{kind} interval join on {join_condition.on_text(planner, pairs)} and {text(lower + upper)} "
             f"[Spark's stream-stream join: rows kept until the watermark passes their time + {span} ms"
             + ("; unmatched rows emitted padded with NULLs then" if kind != "inner" else "") + "]")
     return Rel(df.select(*[F.col(f"`{c}`") for c in left.cols() + right.cols()]), fields, True,

@@ -14,7 +14,8 @@ from typing import Optional
 from sqlglot import exp
 
 from job.plan import engine
-from job.plan.relation import NET, SIGN, PendingJoin, Rel, conjuncts
+from job.plan.join_condition import join_kind, on_text, split_condition
+from job.plan.relation import NET, SIGN, PendingJoin, Rel
 from job.sql.flink import rules
 
 NO_KEY = "__no_key"  # a join input row whose key never matches (see join_input)
@@ -63,42 +64,6 @@ def with_where_conditions(planner, left: Rel, node: exp.Join, where: list) -> ex
     joined.set("kind", None)
     joined.set("on", exp.and_(*[c.copy() for c in both]) if len(both) > 1 else both[0].copy())
     return joined
-
-
-def on_text(planner, pairs) -> str:
-    return ", ".join(planner.current.flink_sql(a) + " = " + planner.current.flink_sql(b) for a, b in pairs)
-
-
-def split_condition(planner, left: Rel, right: Rel, node: exp.Join):
-    """The ON clause as (key equalities, left-only, right-only, mixed) conditions."""
-    conds = conjuncts(node.args.get("on"))
-    for name in node.args.get("using") or []:
-        col = name.name if hasattr(name, "name") else str(name)
-        conds.append(exp.EQ(this=exp.column(col), expression=exp.column(col)))
-    pairs, left_only, right_only, mixed = [], [], [], []
-    for cond in conds:
-        if isinstance(cond, exp.EQ):
-            a, b = cond.this, cond.expression
-            if left.refers_only_to(a) and right.refers_only_to(b):
-                pairs.append((a, b))
-                continue
-            if left.refers_only_to(b) and right.refers_only_to(a):
-                pairs.append((b, a))
-                continue
-        if isinstance(cond, exp.Boolean) and cond.this:
-            continue
-        if left.refers_only_to(cond):
-            left_only.append(cond)
-        elif right.refers_only_to(cond):
-            right_only.append(cond)
-        else:
-            mixed.append(cond)
-    return pairs, left_only, right_only, mixed
-
-
-def join_kind(node: exp.Join) -> str:
-    side = (node.args.get("side") or "").lower()
-    return {"left": "left", "right": "right", "full": "full"}.get(side, "inner")
 
 
 def regular_join(planner, left: Rel, right: Rel, node: exp.Join) -> Rel:

@@ -26,7 +26,7 @@ def plan_lookup_join(planner, left, node, kind):
     from pyspark.sql import functions as F
 
     from job.connectors.registry import validate_options
-    from job.plan import joins
+    from job.plan import join_condition
     from job.sql.flink.columns import column_type
 
     right_node = node.this
@@ -46,7 +46,7 @@ def plan_lookup_join(planner, left, node, kind):
     fields = [Field(c.name, alias, planner.fresh(), column_type(table, c, planner.settings))
               for c in table.physical_columns]
     right = Rel(None, fields, False)
-    pairs, left_only, right_only, mixed = joins.split_condition(planner, left, right, node)
+    pairs, left_only, right_only, mixed = join_condition.split_condition(planner, left, right, node)
     if not pairs:
         raise planner.error(node, "a lookup join needs an equality between the left input and a column of the "
                                   "looked-up table in its ON clause (the lookup key)")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from job.plan.aggregates import aggregate_calls, parse_call
+from job.plan.aggregate_calls import aggregate_calls, parse_call
 from job.plan.relation import Field, Rel, flink_key
 from job.sql.flink.translate import Typed, wrap_integer
 
@@ -51,8 +51,7 @@ def _aggregate_sql(planner, call, value: str, arg, result) -> str:
         return f"{name}({value})"
     if name == "sum":
         if call.distinct:
-            total = (f"CASE WHEN size(collect_set({value})) = 0 THEN NULL ELSE aggregate(collect_set({value}), "
-                     f"CAST(0 AS {arg.type.spark}), (acc, v) -> acc + v) END")
+            total = f"CASE WHEN size(collect_set({value})) = 0 THEN NULL ELSE {_set_sum(value, arg.type.spark)} END"
         else:
             total = f"sum({value})"
         if result.name in ("INT", "SMALLINT", "TINYINT"):
@@ -60,8 +59,8 @@ def _aggregate_sql(planner, call, value: str, arg, result) -> str:
         return f"CAST({total} AS {result.spark})"
     if name == "avg":
         if call.distinct:
-            mean = (f"CASE WHEN size(collect_set({value})) = 0 THEN NULL ELSE aggregate(collect_set({value}), "
-                    f"CAST(0 AS DOUBLE), (acc, v) -> acc + v) / size(collect_set({value})) END")
+            mean = (f"CASE WHEN size(collect_set({value})) = 0 THEN NULL "
+                    f"ELSE {_set_sum(value, 'DOUBLE')} / size(collect_set({value})) END")
         else:
             mean = f"avg({value})"
         return f"CAST({mean} AS {result.spark})"
@@ -76,3 +75,8 @@ def _aggregate_sql(planner, call, value: str, arg, result) -> str:
         return f"CASE WHEN size({values}) = 0 THEN NULL ELSE array_join({values}, {separator}) END"
     raise planner.error(call.node, f"the aggregate function {call.function.name} is not supported yet in a window "
                                    "aggregation")
+
+
+def _set_sum(value: str, spark_type: str) -> str:
+    """The sum of the distinct values (Spark's streaming aggregation has no SUM(DISTINCT))."""
+    return f"aggregate(collect_set({value}), CAST(0 AS {spark_type}), (acc, v) -> acc + v)"

@@ -14,19 +14,17 @@ inserts only.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable, Optional
 
 from sqlglot import exp
 
 from job.catalog import Catalog
 from job.errors import PipelineError
+from job.plan.execution import Execution
 from job.plan.relation import NET, SIGN, Field, Rel, RelScope, conjuncts, output_name
 from job.sql.flink.dialect import WindowTVF
-from job.sql.flink.functions import is_aggregate
 from job.sql.flink.query import Query
 from job.sql.flink.translate import Settings, Translator, Typed
-from job.sql.types import logical_type
 
 # The SELECT clauses the planner plans; any other one is refused by name (left out of
 # the plan, the query would run as if it were not there).
@@ -42,7 +40,7 @@ class Planner:
     (a :class:`~job.connectors.base.SourceStream`) with its bad-record policy applied."""
 
     def __init__(self, spark, catalog: Catalog, open_source: Callable, settings: Optional[Settings] = None,
-                 execution: Optional["Execution"] = None) -> None:
+                 execution: Optional[Execution] = None) -> None:
         self.spark = spark
         self.catalog = catalog
         self.open_source = open_source
@@ -107,7 +105,7 @@ class Planner:
         return self.select(node)
 
     def select(self, node: exp.Select) -> Rel:
-        from job.plan import aggregates, ranking, subqueries
+        from job.plan import aggregate_calls, aggregates, ranking, subqueries
 
         self.refuse_unplanned(node)
         with_ = node.args.get("with_") or node.args.get("with")
@@ -127,7 +125,7 @@ class Planner:
                 rel = self.from_clause(from_.this, node.args.get("joins") or [], pending)
                 if pending:
                     rel = subqueries.plan_where(self, rel, exp.and_(*pending) if len(pending) > 1 else pending[0])
-            if aggregates.is_aggregating(node):
+            if aggregate_calls.is_aggregating(node):
                 rel = aggregates.plan_aggregate(self, rel, node)
             elif any(isinstance(w, exp.Window) for item in node.expressions for w in item.find_all(exp.Window)):
                 from job.plan import over
@@ -377,38 +375,3 @@ class Planner:
         if order is None and limit is None and offset is None:
             return rel
         return ranking.plan_order_limit(self, rel, node)
-
-
-@dataclass(frozen=True)
-class Execution:
-    """Flink's execution settings that change a plan (``SET 'table.exec.…'``)."""
-
-    # table.exec.state.ttl: the stateful operators drop a key's state once it has not
-    # been touched for this long (Flink's default 0: kept forever).
-    state_ttl_ms: int = 0
-    # table.exec.source.cdc-events-duplicate: a CDC source (debezium-json) with a PRIMARY
-    # KEY may deliver an event twice; its changes are then normalized by key (Flink's
-    # ChangelogNormalize) instead of trusted as they come.
-    cdc_events_duplicate: bool = False
-
-    @classmethod
-    def from_conf(cls, conf) -> "Execution":
-        from job.connectors.registry import parse_duration_ms
-
-        conf = conf or {}
-        ttl = 0
-        text = str(conf.get("table.exec.state.ttl") or "").strip()
-        if text:
-            ttl = parse_duration_ms(text)
-            if ttl is None:
-                raise PipelineError(f"'table.exec.state.ttl' must be a duration such as '1 h' or '30 min', "
-                                    f"got '{text}'")
-        duplicate = str(conf.get("table.exec.source.cdc-events-duplicate", "false")).strip().lower()
-        if duplicate not in ("true", "false"):
-            raise PipelineError(f"'table.exec.source.cdc-events-duplicate' must be 'true' or 'false', got '{duplicate}'")
-        return cls(state_ttl_ms=ttl, cdc_events_duplicate=duplicate == "true")
-
-
-def table_type(column) -> object:
-    """The Flink type of a CREATE TABLE column (computed columns: see scan)."""
-    return logical_type(column.flink_type)

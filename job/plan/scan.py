@@ -13,12 +13,7 @@ def scan(planner, table, alias: str) -> Rel:
     # Records need their source position only where a changelog is normalized by key.
     stream = planner.open_source(table, ordered=planner.execution.cdc_events_duplicate)
     df = stream.df
-    rowtime = table.watermark.column.lower() if table.watermark is not None else None
-    fields = []
-    for column in table.columns:
-        time = "rowtime" if column.name.lower() == rowtime else "proctime" if is_proctime(column) else None
-        fields.append(Field(column.name, alias, planner.fresh(), column_type(table, column, planner.settings), time))
-    renamed = [F.col(f"`{c.name}`").alias(f.col) for c, f in zip(table.columns, fields)]
+    fields, renamed = table_fields(planner, table, alias)
     if stream.mode == APPEND:
         return Rel(df.select(*renamed), fields, append_only=True, steps=[f"scan {table.name}: append-only"])
     if stream.mode == UPSERT:
@@ -42,6 +37,19 @@ def scan(planner, table, alias: str) -> Rel:
     return Rel(df.select(*renamed, sign.alias(SIGN)), fields, append_only=False,
                unique_key=frozenset(pk_cols) if pk_cols else None,
                steps=[f"scan {table.name}: changelog source (+I/-U/+U/-D → signed rows)"])
+
+
+def table_fields(planner, table, alias: str):
+    """A table's columns as a relation's fields (their Flink types, time attributes), and
+    the source columns renamed to them."""
+    from pyspark.sql import functions as F
+
+    rowtime = table.watermark.column.lower() if table.watermark is not None else None
+    fields = []
+    for column in table.columns:
+        time = "rowtime" if column.name.lower() == rowtime else "proctime" if is_proctime(column) else None
+        fields.append(Field(column.name, alias, planner.fresh(), column_type(table, column, planner.settings), time))
+    return fields, [F.col(f"`{c.name}`").alias(f.col) for c, f in zip(table.columns, fields)]
 
 
 def bounded_stream(planner, df):

@@ -34,12 +34,12 @@ RETRACT = "__retract"
 
 
 def plan_temporal_join(planner, left, node):
-    from job.plan import joins
+    from job.plan import join_condition
 
     right_node = node.this
     version = right_node.args["version"]
     as_of = version.expression
-    kind = joins.join_kind(node)
+    kind = join_condition.join_kind(node)
     left = planner.settle(left)
     if not isinstance(as_of, exp.Column) or not left.refers_only_to(as_of):
         raise planner.error(as_of, "FOR SYSTEM_TIME AS OF names a time attribute of the join's left input (Flink: "
@@ -61,7 +61,7 @@ def plan_temporal_join(planner, left, node):
     if node.args.get("on") is None:
         raise planner.error(node, "a temporal join needs an ON clause with the versioned table's primary key")
     right = versioned(planner, right_node)
-    pairs, left_only, right_only, mixed = joins.split_condition(planner, left, right, node)
+    pairs, left_only, right_only, mixed = join_condition.split_condition(planner, left, right, node)
     _check_key(planner, right, pairs, right_node, node)
     if kind == "left" and (right_only or mixed):
         raise planner.error((right_only + mixed)[0], "a condition on the versioned table in a LEFT temporal join is "
@@ -80,7 +80,6 @@ def versioned(planner, node: exp.Table) -> Rel:
     from pyspark.sql import functions as F
 
     from job.connectors.base import APPEND, UPSERT
-    from job.sql.flink.columns import column_type, is_proctime
 
     bare = node.copy()
     bare.set("version", None)
@@ -119,13 +118,10 @@ def versioned(planner, node: exp.Table) -> Rel:
         df = planner.signed(rel).filter(F.col(SIGN) > 0).select(*[F.col(f"`{c}`") for c in rel.cols()],
                                                                   F.lit(False).alias(RETRACT))
         return Rel(df, rel.fields, False, rel.unique_key, rel.steps + ["versions: the view's rows by key"])
+    from job.plan.scan import table_fields
+
     stream = planner.open_source(table)
-    rowtime = table.watermark.column.lower() if table.watermark is not None else None
-    fields = []
-    for column in table.columns:
-        time = "rowtime" if column.name.lower() == rowtime else "proctime" if is_proctime(column) else None
-        fields.append(Field(column.name, alias, planner.fresh(), column_type(table, column, planner.settings), time))
-    renamed = [F.col(f"`{c.name}`").alias(f.col) for c, f in zip(table.columns, fields)]
+    fields, renamed = table_fields(planner, table, alias)
     pk = frozenset(f.col for f in fields if f.name in table.primary_key) or None
     df = stream.df
     if stream.mode == APPEND:

@@ -48,13 +48,12 @@ def grouping_sets(planner, keys: list) -> tuple[list, list]:
     return exprs, sets
 
 
-def grouping_sets_aggregate(planner, rel: Rel, node: exp.Select, window, keys: list) -> Rel:
-    """A window aggregation with GROUPING SETS, ROLLUP or CUBE: each row once per
-    grouping set, the keys outside the set NULL, aggregated by window, set and keys
-    (the set's number keeps ``(a, NULL)`` of set {a} apart from a NULL b of set {a, b})."""
+def expand_grouping_sets(planner, rel: Rel, node: exp.Select, window, keys: list):
+    """For a window aggregation with GROUPING SETS, ROLLUP or CUBE: each row once per
+    grouping set, the keys outside the set NULL. Returns (the expanded relation, the keys
+    to aggregate it by: the set's number and every key, each key's expression and value,
+    the set's number column, which the result does not show)."""
     from pyspark.sql import functions as F
-
-    from job.plan.windows import window_aggregate
 
     if window.struct_col is None:
         raise planner.error(node.args["group"], "GROUPING SETS in a SESSION window aggregation are not supported yet")
@@ -76,8 +75,7 @@ def grouping_sets_aggregate(planner, rel: Rel, node: exp.Select, window, keys: l
         f"grouping sets: each row once per set of {len(sets)} [stateless]"], window=window,
         window_fields=rel.window_fields)
     group_keys = [exp.column(gid)] + [exp.column(c) for c in cols]
-    return window_aggregate(planner, expanded, node, window, group_keys, rel.window_fields, {},
-                            key_names={c: (e, v) for e, c, v in zip(exprs, cols, values)}, hidden={gid})
+    return expanded, group_keys, {c: (e, v) for e, c, v in zip(exprs, cols, values)}, {gid}
 
 
 def rules_int():

@@ -35,11 +35,11 @@ def _window_bound(planner, rel: Rel, node) -> str | None:
 
 def match_window_join(planner, left: Rel, right: Rel, node: exp.Join):
     """A window join, planned; None when ``node`` is not one."""
-    from job.plan import joins
+    from job.plan import join_condition
 
     if node.args.get("on") is None or left.pending_join is not None:
         return None
-    pairs, left_only, right_only, mixed = joins.split_condition(planner, left, right, node)
+    pairs, left_only, right_only, mixed = join_condition.split_condition(planner, left, right, node)
     bounds, keys = {}, []
     for a, b in pairs:
         la, rb = _window_bound(planner, left, a), _window_bound(planner, right, b)
@@ -52,7 +52,7 @@ def match_window_join(planner, left: Rel, right: Rel, node: exp.Join):
     left, right = planner.settle(left), planner.settle(right)
     if not (left.append_only and right.append_only):
         return None
-    kind = joins.join_kind(node)
+    kind = join_condition.join_kind(node)
     extra = left_only + right_only + mixed
     if extra and kind != "inner":
         raise planner.error(extra[0], f"a condition other than equalities in a {kind.upper()} window join is not "

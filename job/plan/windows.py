@@ -151,7 +151,7 @@ def plan_window_tvf(planner, node: WindowTVF) -> Rel:
 
 def _aggregated_by_window(node: WindowTVF) -> bool:
     """Is the TVF the FROM of a SELECT that groups by its window?"""
-    from job.plan.aggregates import is_aggregating
+    from job.plan.aggregate_calls import is_aggregating
 
     select = node.find_ancestor(exp.Select)
     if select is None or not is_aggregating(select) or select.args.get("group") is None:
@@ -299,9 +299,11 @@ def plan_window_aggregate(planner, rel: Rel, node: exp.Select) -> Rel:
                             hint="GROUP BY window_start, window_end[, other keys]")
     plain = [k for k in keys if not isinstance(k, (exp.GroupingSets, exp.Rollup, exp.Cube))]
     if len(plain) < len(keys):
-        from job.plan.window_grouping import grouping_sets_aggregate
+        from job.plan.window_grouping import expand_grouping_sets
 
-        return grouping_sets_aggregate(planner, rel, node, window, keys)
+        expanded, keys, key_names, hidden = expand_grouping_sets(planner, rel, node, window, keys)
+        return window_aggregate(planner, expanded, node, window, keys, rel.window_fields, {}, key_names=key_names,
+                                hidden=hidden)
     return window_aggregate(planner, rel, node, window, keys, rel.window_fields, {})
 
 

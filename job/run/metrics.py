@@ -121,26 +121,31 @@ def instrument_sink(sink, key: str, counts: OutputCounts = OUTPUTS, gate: StopGa
     """Count what ``sink`` writes, under ``key`` (the query's checkpoint), and pass each
     micro-batch written by ``foreachBatch`` through ``gate``. Returns ``sink``.
 
-    * ``write_stream(df)`` (append-only results): a streaming observation on ``df``; its
-      value arrives in the progress' ``observedMetrics``.
-    * ``write_upsert_stream(df)`` (upserts written as a stream): the same observation,
-      also counting the upserts and deletes by ``__op``.
+    * ``write_stream(df)`` (append-only results), ``write_upsert_stream(df)`` and
+      ``write_change_stream(df)`` (changes the sink writes as a stream): a streaming
+      observation on ``df`` — rows, and for upserts the upserts and deletes; its value
+      arrives in the progress' ``observedMetrics``.
     * ``write_changes(batch, id)``: the batch is cached, its ``__op`` values counted,
       then it is written (from the cache, so the query is not computed twice).
     """
     from pyspark.sql import functions as F
 
     write_stream, write_changes, write_append = sink.write_stream, sink.write_changes, sink.write_append
-    write_upsert_stream = sink.write_upsert_stream
+    write_upsert_stream, write_change_stream = sink.write_upsert_stream, sink.write_change_stream
 
     def observed_write_stream(df):
         return write_stream(df.observe(OUTPUT_OBSERVATION, F.count(F.lit(1)).alias("rows")))
 
     def observed_write_upsert_stream(df):
-        upsert = F.col("__op").isin("+I", "+U")
-        return write_upsert_stream(df.observe(
-            OUTPUT_OBSERVATION, F.count(F.lit(1)).alias("rows"), F.count(F.when(upsert, 1)).alias("upserts"),
-            F.count(F.when(F.col("__op") == "-D", 1)).alias("deletes")))
+        op = F.col("__op")
+        return write_upsert_stream(df.observe(OUTPUT_OBSERVATION, F.count(F.lit(1)).alias("rows"),
+                                              F.count(F.when(op.isin("+I", "+U"), 1)).alias("upserts"),
+                                              F.count(F.when(op == "-D", 1)).alias("deletes")))
+
+    def observed_write_change_stream(df):
+        # A signed change of n stands for n rows (inserted or retracted).
+        return write_change_stream(df.observe(OUTPUT_OBSERVATION,
+                                              F.coalesce(F.sum(F.abs(F.col("__sign"))), F.lit(0)).alias("rows")))
 
     def gated_write_append(batch, batch_id):
         gate.check(key, batch_id)
@@ -166,6 +171,7 @@ def instrument_sink(sink, key: str, counts: OutputCounts = OUTPUTS, gate: StopGa
 
     sink.write_stream = observed_write_stream
     sink.write_upsert_stream = observed_write_upsert_stream
+    sink.write_change_stream = observed_write_change_stream
     sink.write_changes = observed_write_changes
     sink.write_append = gated_write_append
     return sink
@@ -202,9 +208,8 @@ def figures(p: dict, outputs: Optional[dict] = None) -> BatchFigures:
     if outputs:
         rows, upserts, deletes = outputs.get("rows"), outputs.get("upserts"), outputs.get("deletes")
     elif OUTPUT_OBSERVATION in observed:
-        rows = _metric(observed[OUTPUT_OBSERVATION], "rows")
-        upserts, deletes = (None if v is None else int(v) for v in
-                            (_metric(observed[OUTPUT_OBSERVATION], "upserts"), _metric(observed[OUTPUT_OBSERVATION], "deletes")))
+        row = observed[OUTPUT_OBSERVATION]
+        rows, upserts, deletes = _metric(row, "rows"), _metric(row, "upserts"), _metric(row, "deletes")
     if rows is None:
         sink_rows = (p.get("sink") or {}).get("numOutputRows", -1)
         rows = sink_rows if sink_rows is not None and sink_rows >= 0 else None

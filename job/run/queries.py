@@ -1,8 +1,8 @@
-"""One streaming query per INSERT, all in one Spark application (Flink's statement set).
+"""Starting the planned queries (:mod:`job.plan.queries`), all in one Spark application
+(Flink's statement set), and telling why one stopped; how each query of a run opens its
+tables, which planning borrows.
 
-Planning chooses, per INSERT, between Spark's native operators (append-only inputs, no
-join, no GROUP BY other than event-time windows) and the changelog engine. Running
-starts every query; if one fails the others are stopped and the failure is reported.
+Every query starts; if one fails the others are stopped and the failure is reported.
 With ``once`` every source is read up to what is available now and the run ends; an
 INSERT that reads a table another INSERT writes waits for that one to finish first.
 """
@@ -10,110 +10,41 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from job.catalog import short_name, table_mode
-from job.connectors.base import SinkContext
-from job.connectors.registry import describe, is_unreachable, validate_options
+from job.catalog import short_name
+from job.connectors.registry import is_unreachable
 from job.errors import EXIT_BAD_RECORD, EXIT_OTHER, EXIT_UNREACHABLE, PipelineError
-from job.run.metrics import instrument_sink
-from job.run.analyze import check_streaming, spark_error
+from job.plan.analyze import spark_error
+from job.plan.program import Program, trigger_interval_ms
+from job.plan.queries import QueryPlan
 from job.run.end_of_input import EndOfInput
-from job.run.program import Program, trigger_interval_ms
 from job.run.sources import BAD_RECORD_MARKER, OpenedSources, open_source
 
 SINK_ERROR = re.compile(r"SinkError: \[exit (\d+)\] ([^\n]*)")
 
 
 @dataclass
-class QueryPlan:
-    name: str
-    insert_index: int
-    sink_table: str
-    engine: str                        # 'native' or 'changelog'
-    sink_mode: str
+class QuerySources:
+    """How one query of this run opens its tables (the ``sources`` planning is lent):
+    through its connector, with the table's bad-record policy and, for a table with a
+    WATERMARK, the end-of-input markers that let ``--once`` close every window."""
+
+    spark: object
     checkpoint: str
-    steps: list[str]
-    writer: object = None
-    dead_letters: list = field(default_factory=list)   # (query name, writer)
-    observed: list = field(default_factory=list)
-    end_of_input: object = None        # job.run.end_of_input.EndOfInput for queries with event-time state
-    bounded: bool = False              # every table the query reads ends (it runs to completion)
+    once: bool = False
+    offline: bool = False
+    opened: OpenedSources = field(default_factory=OpenedSources)
+    end_of_input: EndOfInput = field(default_factory=EndOfInput)
+
+    def open(self, table, ordered: bool = True):
+        return open_source(self.spark, table, once=self.once, offline=self.offline, opened=self.opened,
+                           checkpoint=self.checkpoint, end_of_input=self.end_of_input, ordered=ordered)
 
 
-def query_name(program: Program, index: int, table: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_-]+", "_", f"{program.name}-{index + 1}-{short_name(table)}")
+def query_sources(spark, *, once: bool, offline: bool = False):
+    """Per query checkpoint, its :class:`QuerySources`."""
+    return lambda checkpoint: QuerySources(spark, checkpoint, once, offline)
 
-
-def plan_queries(spark, program: Program, *, once: bool, checkpoint_dir: str, offline: bool = False) -> list[QueryPlan]:
-    """Plan (not start) every INSERT's query."""
-    plans = []
-    for i, insert in enumerate(program.inserts):
-        try:
-            plans.append(plan_insert(spark, program, i, once=once, checkpoint_dir=checkpoint_dir,
-                                     offline=offline))
-        except PipelineError as err:
-            raise err.located(insert.query_origin, insert.source.text if insert.source else None)
-    return plans
-
-
-def plan_insert(spark, program: Program, index: int, *, once: bool, checkpoint_dir: str,
-                offline: bool = False) -> QueryPlan:
-    from job.plan.planner import Execution, Planner
-    from job.plan.sink import plan_sink
-    from job.sql.flink.translate import Settings
-
-    insert = program.inserts[index]
-    table = program.catalog.table(insert.table)
-    connector, options = validate_options(table, "sink")
-    name = query_name(program, index, insert.table)
-    checkpoint = str(Path(checkpoint_dir) / name)
-    opened = OpenedSources()
-    end_of_input = EndOfInput()
-
-    def open_(t, ordered=True):
-        return open_source(spark, t, once=once, offline=offline, opened=opened, checkpoint=checkpoint,
-                           end_of_input=end_of_input, ordered=ordered)
-
-    planner = Planner(spark, program.catalog, open_, Settings.from_conf(program.conf), Execution.from_conf(program.conf))
-    rel = planner.plan(insert.parsed)
-    sink = instrument_sink(connector.create_sink(SinkContext(spark, table, options, checkpoint, offline=offline)),
-                           checkpoint)
-    sink_plan = plan_sink(planner, rel, table, connector, sink, insert.column_names)
-    steps = rel.steps + sink_plan.steps
-    engine = "changelog" if (not rel.append_only or any("[stateful" in s for s in steps)) else "native"
-    if rel.append_only:
-        check_streaming(spark, rel.df, insert.query_origin, insert.query,
-                        insert.source.text if insert.source else None, f"the query of INSERT INTO {insert.table}")
-    plan = QueryPlan(name, index, table.name, engine, sink_plan.mode, checkpoint, steps, sink_plan.writer,
-                     observed=opened.observed, bounded=not opened.unbounded)
-    if planner.event_time_span_ms is not None and end_of_input.tables:
-        end_of_input.span_ms = planner.event_time_span_ms
-        plan.end_of_input = end_of_input
-    for j, (dl_table_name, letters) in enumerate(opened.dead_letters):
-        plan.dead_letters.append(dead_letter_writer(spark, program, dl_table_name, letters, f"{checkpoint}-dead-letter-{j}",
-                                                       offline))
-    return plan
-
-
-def dead_letter_writer(spark, program: Program, table_name: str, letters, checkpoint: str, offline: bool = False):
-    from pyspark.sql import functions as F
-
-    table = program.catalog.table(table_name)
-    if table is None:
-        raise PipelineError(f"'dead-letter.table' names '{table_name}', which is not a table of this pipeline",
-                            option="dead-letter.table")
-    connector, options = validate_options(table, "sink")
-    persisted = [c for c in table.columns if c.is_persisted]
-    cols = [(letters[c.name] if c.name in letters.columns else
-             F.current_timestamp() if "timestamp" in c.spark_type else F.lit(None)).cast(c.spark_type).alias(c.name)
-            for c in persisted]
-    sink = instrument_sink(connector.create_sink(SinkContext(spark, table, options, checkpoint, offline=offline)),
-                           checkpoint)
-    return (f"dead-letter-{short_name(table.name)}", sink.write_stream(letters.select(*cols)), checkpoint)
-
-
-# ---------------------------------------------------------------------- running
 
 def trigger_args(program: Program, once: bool) -> dict:
     """AvailableNow under --once; otherwise a micro-batch every interval given by SET, in
@@ -196,19 +127,3 @@ def root_cause(text: str):
         return None
     name, message = causes[-1].group(1), causes[-1].group(2).strip()
     return f"{name}: {message[:400]}"
-
-
-def explain_lines(program: Program, plans: list[QueryPlan], checkpoint_dir: str) -> list[str]:
-    lines = [f"pipeline {program.name}: {len(program.catalog.tables)} tables, {len(program.catalog.views)} views, "
-             f"{len(plans)} queries; checkpoints under {checkpoint_dir}"]
-    for key, table in sorted(program.catalog.tables.items()):
-        opts = describe(table.options)
-        lines.append(f"  table {table.name} [{opts.get('connector')}, {table_mode(table)}]"
-                     f"{' PRIMARY KEY (' + ', '.join(table.primary_key) + ')' if table.primary_key else ''}: "
-                     + ", ".join(f"{k}={v}" for k, v in sorted(opts.items()) if k != "connector"))
-    for plan in plans:
-        lines.append(f"  query {plan.name}: INSERT INTO {plan.sink_table} — {plan.engine} engine, sink fed as {plan.sink_mode}, "
-                     f"checkpoint {plan.checkpoint}")
-        lines += [f"    - {s}" for s in plan.steps]
-        lines += [f"    - dead letters → {name} (checkpoint {cp})" for name, _w, cp in plan.dead_letters]
-    return lines

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from tests.kafka_io import consume, topic_name, upsert_state
+from tests.support.kafka_io import consume, topic_name, upsert_state
 
 # --------------------------------------------------------------------------- tables
 

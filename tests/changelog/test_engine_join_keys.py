@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from job.run.runner import RunOptions, run
+from job.api import RunOptions, run
 from tests.changelog.engine_support import Clock, write_files
-from tests.kafka_io import consume, topic_name, upsert_state
+from tests.support.kafka_io import consume, topic_name, upsert_state
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from job.run.runner import RunOptions, run
+from job.api import RunOptions, run
 from tests.changelog.engine_support import (QUERIES, TABLES, assert_sinks_match, final_contents, fresh_topics,
                                             random_changelog, statement_set)
-from tests.kafka_io import produce, topic_name
+from tests.support.kafka_io import produce, topic_name
 
 ROOT = Path(__file__).resolve().parents[2]
 PARTITIONS = 3

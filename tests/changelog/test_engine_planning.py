@@ -9,7 +9,7 @@ import io
 
 import pytest
 
-from job.run.runner import RunOptions, run
+from job.api import RunOptions, run
 
 SOURCES = """
 CREATE TABLE users (uid STRING, accountId STRING, score INT, PRIMARY KEY (uid) NOT ENFORCED)

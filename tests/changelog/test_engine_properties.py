@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from job.run.runner import RunOptions, run
+from job.api import RunOptions, run
 from tests.changelog.engine_support import (QUERIES, TABLES, Clock, Scenario, assert_sinks_match, changelog_stats,
                                             fresh_topics, pipeline_sql)
 

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from job.run.runner import RunOptions, run
+from job.api import RunOptions, run
 from tests.changelog.engine_support import (QUERIES, Clock, Scenario, assert_sink_matches, fresh_topics, pipeline_sql,
                                             sink_frame)
-from tests.kafka_io import consume, upsert_state
-from tests.run.helpers import kill_job_tree
+from tests.support.kafka_io import consume, upsert_state
+from tests.support.runs import kill_job_tree
 
 ROOT = Path(__file__).resolve().parents[2]
 QUERY = QUERIES["join3"]

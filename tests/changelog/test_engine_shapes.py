@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from job.run.runner import RunOptions, run
+from job.api import RunOptions, run
 from tests.changelog.engine_support import Clock, Query, Scenario, assert_sinks_match, fresh_topics, pipeline_sql
 
 S, B, I, D = "STRING", "BIGINT", "INT", "DOUBLE"

@@ -7,7 +7,7 @@ from job.connectors.base import APPEND, CHANGELOG, UPSERT, SinkContext, SourceCo
 from job.connectors.registry import connectors, validate_options
 from job.errors import PipelineError
 from job.sql.statements import Column, CreateTable
-from tests.spark_session import run_available_now
+from tests.support.spark_session import run_available_now
 
 COLUMNS = (Column("id", "bigint", "BIGINT"),)
 

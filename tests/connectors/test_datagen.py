@@ -15,7 +15,7 @@ from job.connectors.base import APPEND, SourceContext
 from job.connectors.registry import validate_options
 from job.errors import PipelineError
 from job.sql.statements import Column, CreateTable
-from tests.spark_session import run_available_now
+from tests.support.spark_session import run_available_now
 
 
 def table(columns, **options):

@@ -13,7 +13,7 @@ from job.connectors.base import APPEND, CHANGELOG, SinkContext, SourceContext
 from job.connectors.registry import validate_options
 from job.errors import EXIT_UNREACHABLE, PipelineError
 from job.sql.statements import Column, CreateTable
-from tests.spark_session import run_available_now
+from tests.support.spark_session import run_available_now
 
 CONTROL = ["__error", "__raw", "__position"]
 

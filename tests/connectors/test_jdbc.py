@@ -13,8 +13,8 @@ from job.connectors.registry import validate_options
 from job.errors import EXIT_INVALID, EXIT_OTHER, EXIT_UNREACHABLE, Origin, PipelineError
 from job.sql.parse import parse_statement
 from job.sql.statements import StatementText
-from tests.spark_session import run_available_now
-from tests.services import drop_jdbc_staging_tables as drop_staging_tables
+from tests.support.spark_session import run_available_now
+from tests.support.services import drop_jdbc_staging_tables as drop_staging_tables
 
 pytestmark = pytest.mark.postgres
 

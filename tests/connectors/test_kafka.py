@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from job.run.runner import RunOptions, run
-from tests.kafka_io import consume, produce, topic_name
+from job.api import RunOptions, run
+from tests.support.kafka_io import consume, produce, topic_name
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 

@@ -19,7 +19,7 @@ from job.connectors.base import SinkContext
 from job.connectors.registry import validate_options
 from job.errors import PipelineError
 from job.sql.statements import Column, CreateTable
-from tests.spark_session import run_available_now
+from tests.support.spark_session import run_available_now
 
 ID = Column("id", "int", "INT")
 NAME = Column("name", "string", "STRING")
@@ -286,7 +286,7 @@ def test_missing_database_without_create_database(spark, tmp_path):
 
 
 def test_dry_run_plans_a_lake_table_without_touching_the_metastore(spark, tmp_path):
-    from tests.run.helpers import run_inline
+    from tests.support.runs import run_inline
 
     db = "lake_" + uuid.uuid4().hex[:8]
     r = run_inline(statements=[

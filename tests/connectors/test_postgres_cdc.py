@@ -17,8 +17,8 @@ from job.connectors.base import SourceContext
 from job.connectors.postgres_cdc import preflight
 from job.connectors.registry import validate_options
 from job.sql.statements import Column, CreateTable
-from tests.run.helpers import run_inline
-from tests.spark_session import run_available_now
+from tests.support.runs import run_inline
+from tests.support.spark_session import run_available_now
 
 pytestmark = pytest.mark.postgres
 

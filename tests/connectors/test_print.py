@@ -11,7 +11,7 @@ from job.connectors.print import format_value
 from job.connectors.registry import validate_options
 from job.errors import PipelineError
 from job.sql.statements import Column, CreateTable
-from tests.spark_session import run_available_now
+from tests.support.spark_session import run_available_now
 
 
 COLUMNS = (Column("id", "int", "INT"), Column("name", "string", "STRING"), Column("ts", "timestamp", "TIMESTAMP(3)"),

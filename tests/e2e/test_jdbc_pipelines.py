@@ -7,18 +7,16 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
-import threading
 import time
 import uuid
 
 import psycopg
 import pytest
 
-from tests.kafka_io import produce, topic_name
-from tests.run.helpers import MAIN, ROOT, job_env, run_cli, run_inline, kill_job_tree
-from tests.services import drop_jdbc_staging_tables as drop_staging_tables
+from tests.support.kafka_io import produce, topic_name
+from tests.support.runs import ROOT, kill_job_tree, run_cli, run_inline, start_cli
+from tests.support.services import connect_postgres
+from tests.support.services import drop_jdbc_staging_tables as drop_staging_tables
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 SEED = ROOT / "examples" / "user_count_by_account" / "pipeline.sql"
@@ -26,8 +24,7 @@ SEED = ROOT / "examples" / "user_count_by_account" / "pipeline.sql"
 
 @pytest.fixture
 def db(postgres):
-    conn = psycopg.connect(host=postgres["host"], port=postgres["port"], user=postgres["user"],
-                           password=postgres["password"], dbname="postgres", autocommit=True)
+    conn = connect_postgres(postgres)
     made: list[str] = []
 
     def name(prefix="t"):
@@ -188,11 +185,7 @@ def test_kill_during_an_append_run_then_restart_loses_and_duplicates_nothing(db,
     """
     (tmp_path / "p.sql").write_text(sql)
     args = ["-f", str(tmp_path / "p.sql"), "--checkpoint-dir", str(tmp_path / "ck")]
-    proc = subprocess.Popen([sys.executable, str(MAIN), *args], cwd=ROOT, env=job_env(), text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
-    reader.start()
+    proc, lines, reader = start_cli(*args)
     try:
         deadline = time.monotonic() + 240
         written = 0

@@ -20,7 +20,7 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from tests.run.helpers import MAIN, ROOT, job_env, kill_job_tree, run_cli
+from tests.support.runs import MAIN, ROOT, job_env, kill_job_tree, run_cli
 
 pytestmark = pytest.mark.slow
 SPARK_BIN = Path(pyspark.__file__).parent / "bin"
@@ -210,7 +210,7 @@ statements:
 def test_yaml_kafka_to_lake_once_as_the_multi_hop_example_does(spark, kafka_bootstrap, tmp_path):
     """The lake hop of examples/multi_hop: Kafka JSON → a camelCase-partitioned lake table
     with DECIMAL and TIMESTAMP columns, two --once runs, read back through the metastore."""
-    from tests.kafka_io import produce, topic_name
+    from tests.support.kafka_io import produce, topic_name
 
     topic = topic_name("orders")
     (tmp_path / "pipeline.yaml").write_text(LAKE_YAML)

@@ -21,9 +21,10 @@ import psycopg
 import pytest
 from chispa import assert_df_equality
 
-from job.run.runner import RunOptions, run
-from tests.kafka_io import consume, produce, topic_name, upsert_state
-from tests.run.helpers import MAIN, ROOT, job_env, kill_job_tree
+from job.api import RunOptions, run
+from tests.support.kafka_io import consume, produce, topic_name, upsert_state
+from tests.support.runs import MAIN, ROOT, job_env, kill_job_tree
+from tests.support.services import connect_postgres
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.kafka]
 PIPELINE = ROOT / "examples" / "multi_hop" / "pipeline.yaml"
@@ -31,8 +32,7 @@ PIPELINE = ROOT / "examples" / "multi_hop" / "pipeline.yaml"
 
 @pytest.fixture
 def pg(postgres):
-    conn = psycopg.connect(host=postgres["host"], port=postgres["port"], user=postgres["user"],
-                           password=postgres["password"], dbname="postgres", autocommit=True)
+    conn = connect_postgres(postgres)
     names = {"suffix": uuid.uuid4().hex[:8]}
     yield conn, names
     for slot in names.get("slots", ()):

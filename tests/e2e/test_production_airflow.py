@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from tests.run.helpers import ROOT, job_env
+from tests.support.runs import ROOT, job_env
 
 pytestmark = [
     pytest.mark.airflow,

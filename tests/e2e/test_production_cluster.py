@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.kafka_io import consume, produce, topic_name, upsert_state
-from tests.run.helpers import ROOT, job_env, run_inline
+from tests.support.kafka_io import consume, produce, topic_name, upsert_state
+from tests.support.runs import ROOT, job_env, run_inline
 
 CLUSTER_SH = ROOT / "scripts" / "spark-cluster.sh"
 WORK = ROOT / ".services" / "spark-cluster" / "work"

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.kafka_io import consume, produce, topic_name, upsert_state
-from tests.run.helpers import run_inline
+from tests.support.kafka_io import consume, produce, topic_name, upsert_state
+from tests.support.runs import run_inline
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = ROOT / "examples" / "user_count_by_account" / "pipeline.sql"

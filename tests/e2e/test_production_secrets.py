@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.kafka_io import produce, topic_name
-from tests.run.helpers import job_env, run_cli, run_inline
+from tests.support.kafka_io import produce, topic_name
+from tests.support.runs import job_env, run_cli, run_inline
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 

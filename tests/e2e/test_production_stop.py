@@ -5,16 +5,13 @@ from __future__ import annotations
 import os
 import re
 import signal
-import subprocess
-import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.kafka_io import consume, produce, topic_name, upsert_state
-from tests.run.helpers import MAIN, ROOT, job_env, run_inline
+from tests.support.kafka_io import consume, produce, topic_name, upsert_state
+from tests.support.runs import ROOT, run_inline, start_cli
 
 SEED = ROOT / "examples" / "user_count_by_account" / "pipeline.sql"
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
@@ -55,11 +52,7 @@ def test_sigterm_stops_at_a_batch_boundary_and_a_restart_completes(spark, kafka_
             "--var", f"bootstrap={kafka_bootstrap}", "--var", f"users_topic={users}", "--var", f"counts_topic={counts}"]
     # its own process group, signalled as a whole as systemd, Airflow or `kill -TERM -PGID`
     # do: the Spark JVM must not die of the signal before the graceful stop has run
-    proc = subprocess.Popen([sys.executable, str(MAIN), *args], cwd=ROOT, env=job_env(), text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
-    reader.start()
+    proc, lines, reader = start_cli(*args)
     try:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and not any(re.search(r"\] batch [2-9] ", l) for l in lines):

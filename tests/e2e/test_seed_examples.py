@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from job.run.runner import RunOptions, run
-from tests.kafka_io import consume, produce, topic_name, upsert_state
+from job.api import RunOptions, run
+from tests.support.kafka_io import consume, produce, topic_name, upsert_state
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]

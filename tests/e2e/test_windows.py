@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from job.run.runner import RunOptions, run
+from job.api import RunOptions, run
 
 pytestmark = pytest.mark.slow
 

@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from job.run.runner import RunOptions, run
+from job.api import RunOptions, run
 
 TABLES = """
 CREATE TABLE orders (id INT, uid STRING, amount INT, ts TIMESTAMP(3), p AS PROCTIME(),

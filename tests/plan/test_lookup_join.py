@@ -5,19 +5,18 @@ from __future__ import annotations
 import json
 import uuid
 
-import psycopg
 import pytest
 
 from job.api import collect
 from job.errors import PipelineError
+from tests.support.services import connect_postgres
 
 pytestmark = pytest.mark.postgres
 
 
 @pytest.fixture
 def dim(postgres):
-    conn = psycopg.connect(host=postgres["host"], port=postgres["port"], user=postgres["user"],
-                           password=postgres["password"], dbname="postgres", autocommit=True)
+    conn = connect_postgres(postgres)
     name = "dim_" + uuid.uuid4().hex[:10]
     conn.execute(f"CREATE TABLE {name} (id INT, region TEXT, score NUMERIC(6, 2), PRIMARY KEY (id))")
     yield postgres, conn, name

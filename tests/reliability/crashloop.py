@@ -37,8 +37,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.kafka_io import consume, produce, topic_name, upsert_state
-from tests.run.helpers import kill_job_tree
+from tests.support.kafka_io import consume, produce, topic_name, upsert_state
+from tests.support.runs import kill_job_tree
 
 ROOT = Path(__file__).resolve().parents[2]
 ACCOUNTS = [f"a{i}" for i in range(5)]
@@ -336,8 +336,8 @@ def main(argv=None) -> int:
     parser.add_argument("--bootstrap", default=None, help="default: the test broker (scripts/kafka.sh --name test)")
     args = parser.parse_args(argv)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from tests.services import ensure_kafka
-    from tests.spark_session import get_spark
+    from tests.support.services import ensure_kafka
+    from tests.support.spark_session import get_spark
 
     bootstrap = args.bootstrap or ensure_kafka()
     workdir = Path(args.workdir) / f"run-{int(time.time())}"

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.kafka_io import consume, produce, topic_name
-from tests.run.helpers import ROOT, job_env
-from tests.services import ensure_kafka, stop_kafka
+from tests.support.kafka_io import consume, produce, topic_name
+from tests.support.runs import ROOT, job_env
+from tests.support.services import ensure_kafka, stop_kafka
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 OUTAGE_S = 30
@@ -145,7 +145,7 @@ def test_fail_exits_3_and_a_restart_resumes_without_loss(spark, outage_broker, t
 
 
 def test_an_unknown_policy_is_a_validation_error(tmp_path):
-    from tests.run.helpers import run_cli
+    from tests.support.runs import run_cli
 
     r = run_cli("--dry-run", "SET 'streamsql.source.unavailable' = 'retry'",
                 "CREATE TABLE t (id INT) WITH ('connector' = 'datagen', 'number-of-rows' = '1')",

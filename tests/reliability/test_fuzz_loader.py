@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from job.connectors.registry import COMMON_OPTIONS, connectors, formats
 from job.errors import PipelineError
 from job.pipeline.load import load_statements
-from job.run.program import Program, build_program
+from job.plan.program import Program, build_program
 
 HANG_S = 10          # an example taking this long is a hang
 FUZZ = settings(deadline=None, suppress_health_check=list(HealthCheck), derandomize=True, database=None)

@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from tests.run.helpers import run_inline
+from tests.support.runs import run_inline
 
 pytestmark = [pytest.mark.slow]
 

@@ -10,8 +10,8 @@ import json
 
 import pytest
 
-from tests.kafka_io import produce, topic_name
-from tests.run.helpers import run_inline
+from tests.support.kafka_io import produce, topic_name
+from tests.support.runs import run_inline
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
@@ -93,7 +93,7 @@ KEYED = [("u1", {"uid": "u1", "accountId": "a"}), (None, {"uid": "u2", "accountI
 
 
 def test_upsert_records_without_a_key_are_skipped_and_counted(spark, kafka_bootstrap, tmp_path):
-    from tests.kafka_io import consume, upsert_state
+    from tests.support.kafka_io import consume, upsert_state
 
     src, out = topic_name("keyless"), topic_name("counts")
     produce(spark, kafka_bootstrap, src, KEYED)

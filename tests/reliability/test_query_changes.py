@@ -13,7 +13,7 @@ import shutil
 import pytest
 
 from job.run.compat import FINGERPRINT_FILE
-from tests.run.helpers import run_inline
+from tests.support.runs import run_inline
 
 pytestmark = [pytest.mark.slow]
 

@@ -115,7 +115,8 @@ def test_a_transiently_failed_query_is_restarted_and_others_fail_the_run(monkeyp
     import sys
 
     from job.run import restarts
-    from job.run.runner import StopSignal, supervise
+    from job.run.runner import supervise
+    from job.run.stop import StopSignal
 
     monkeypatch.setattr(restarts, "PAUSE_S", 0)
     transient = FakeError("Python worker failed to connect back.")

@@ -7,7 +7,7 @@ import threading
 import textwrap
 
 from job.cli import parse_args, parser
-from job.run.runner import StopSignal
+from job.run.stop import StopSignal
 
 
 def test_production_options():
@@ -36,7 +36,7 @@ def test_an_external_event_requests_a_graceful_stop(capsys):
 def test_first_signal_requests_a_stop_the_second_exits_at_once():
     script = textwrap.dedent("""
         import os, signal, sys, time
-        from job.run.runner import StopSignal
+        from job.run.stop import StopSignal
         stop = StopSignal()
         stop.install()
         os.kill(os.getpid(), signal.SIGTERM)

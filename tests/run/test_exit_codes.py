@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from tests.kafka_io import produce, topic_name
-from tests.run.helpers import ROOT, run_cli, run_inline
+from tests.support.kafka_io import produce, topic_name
+from tests.support.runs import ROOT, run_cli, run_inline
 
 PRINT_SINK = "CREATE TABLE out1 (uid STRING, n INT) WITH ('connector' = 'print');"
 
@@ -116,7 +116,7 @@ def test_exit_4_for_a_string_where_int_is_declared_in_the_seed_example(spark, ka
 
 
 def test_flink_durations_set_the_trigger_interval_and_bad_ones_are_named():
-    from job.run.program import trigger_interval_ms
+    from job.plan.program import trigger_interval_ms
 
     def conf(value):
         return {"execution.checkpointing.interval": value}

@@ -10,8 +10,8 @@ import urllib.request
 
 import pytest
 
-from tests.kafka_io import produce, topic_name
-from tests.run.helpers import run_inline
+from tests.support.kafka_io import produce, topic_name
+from tests.support.runs import run_inline
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 

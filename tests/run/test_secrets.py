@@ -5,7 +5,7 @@ import io
 import sys
 
 from job.pipeline.load import load_statements
-from job.run.program import build_program
+from job.plan.program import build_program
 from job.run.secrets import MASK, Masker, MaskingStream, collect_secrets, masked_output, parts_of
 
 

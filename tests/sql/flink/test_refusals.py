@@ -90,7 +90,7 @@ def test_refused_functions_say_so_in_the_function_list():
 
 
 def test_a_refusal_stops_the_pipeline_with_exit_2_and_its_position(spark):
-    from tests.run.helpers import run_inline
+    from tests.support.runs import run_inline
 
     r = run_inline(statements=[
         "CREATE TABLE src (a INT, s STRING) WITH ('connector' = 'datagen', 'number-of-rows' = '3')",

@@ -26,14 +26,14 @@ def get_spark():
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         # Python workers import job.* (UDFs, Python data sources): make the repo importable.
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
         if root not in paths:
             os.environ["PYTHONPATH"] = os.pathsep.join([root, *paths])
 
         from pyspark.sql import SparkSession
 
-        from tests.services import LOG4J_CONF, spark_jars
+        from tests.support.services import LOG4J_CONF, spark_jars
 
         _spark = (
             SparkSession.builder.master("local[2]")

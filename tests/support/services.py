@@ -1,7 +1,7 @@
 """Real external services for tests: a local Kafka broker (scripts/kafka.sh) and the extra
 Spark jars (scripts/jars.sh).
 
-    from tests.services import ensure_kafka, spark_jars
+    from tests.support.services import ensure_kafka, spark_jars
     bootstrap = ensure_kafka()            # "127.0.0.1:19092", started once, reused after
     SparkSession.builder.config("spark.jars", ",".join(spark_jars()))...
 
@@ -17,7 +17,7 @@ import os
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 JARS_SH = ROOT / "scripts" / "jars.sh"
 KAFKA_SH = ROOT / "scripts" / "kafka.sh"
 SPARK_JARS_DIR = ROOT / "jars" / "spark"
@@ -103,6 +103,15 @@ def ensure_postgres(port: int = 15432, name: str = "test", timeout: float = 120)
         "user": "postgres",
         "password": os.environ.get("STREAMSQL_PG_PASSWORD", "postgres"),
     }
+
+
+def connect_postgres(facts: dict):
+    """A psycopg connection, in autocommit, to the database ``postgres`` of the server
+    :func:`ensure_postgres` describes."""
+    import psycopg
+
+    return psycopg.connect(host=facts["host"], port=facts["port"], user=facts["user"], password=facts["password"],
+                           dbname="postgres", autocommit=True)
 
 
 def stop_postgres(name: str = "test") -> None:

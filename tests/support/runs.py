@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from job.run.runner import RunOptions, run
+from job.api import RunOptions, run
 
 ROOT = Path(__file__).resolve().parents[2]
 MAIN = ROOT / "job" / "main.py"
@@ -44,6 +44,21 @@ def run_cli(*args: str, timeout: float = 300, env=None) -> Result:
     proc = subprocess.run([sys.executable, str(MAIN), *args], cwd=ROOT, env=env or job_env(), text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
     return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def start_cli(*args: str, env=None):
+    """``python job/main.py ARGS`` started in a process group of its own, as systemd,
+    Airflow or ``kill -TERM -PGID`` see a job. Returns the process, the list its stderr
+    lines are collected into as they come, and the thread collecting them (join it once
+    the process has ended to have them all)."""
+    import threading
+
+    proc = subprocess.Popen([sys.executable, str(MAIN), *args], cwd=ROOT, env=env or job_env(), text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
+    reader.start()
+    return proc, lines, reader
 
 
 def descendants(pid: int) -> list[int]:

@@ -26,10 +26,23 @@ class Program:
 
 
 def build_program(loaded: LoadedPipeline) -> Program:
+    catalog, conf, inserts = declare(loaded.statements, loaded.spark_conf)
+    if not inserts:
+        raise PipelineError("the pipeline has no INSERT INTO statement, so there is nothing to run",
+                            origin=loaded.statements[-1].origin if loaded.statements else None,
+                            hint="add INSERT INTO <sink> SELECT … FROM <source>")
+    program = Program(loaded.name, catalog, conf, inserts, frozenset(loaded.secrets), loaded.checkpoint_dir)
+    validate(program)
+    return program
+
+
+def declare(statements, conf=None) -> tuple[Catalog, dict[str, str], list[Insert]]:
+    """The tables and views the statements declare, the settings (``conf`` and the SET
+    statements, later ones winning) and the INSERTs, in order."""
     catalog = Catalog()
-    conf = dict(loaded.spark_conf)
+    conf = dict(conf or {})
     inserts: list[Insert] = []
-    for st in loaded.statements:
+    for st in statements:
         try:
             statement = parse_statement(st)
             if statement is None:  # statement-set markers
@@ -44,13 +57,7 @@ def build_program(loaded: LoadedPipeline) -> Program:
                 inserts.append(statement)
         except PipelineError as err:
             raise err.located(st.origin, st.text)
-    if not inserts:
-        raise PipelineError("the pipeline has no INSERT INTO statement, so there is nothing to run",
-                            origin=loaded.statements[-1].origin if loaded.statements else None,
-                            hint="add INSERT INTO <sink> SELECT … FROM <source>")
-    program = Program(loaded.name, catalog, conf, inserts, frozenset(loaded.secrets), loaded.checkpoint_dir)
-    validate(program)
-    return program
+    return catalog, conf, inserts
 
 
 def tables_read(catalog: Catalog, query, seen: frozenset = frozenset()) -> set[str]:

@@ -1,69 +1,14 @@
-"""Spark's analyser over the declared schemas, before anything reads data.
-
-Every table becomes a temporary view over an *empty* DataFrame with its declared
-columns, so every view and every INSERT's SELECT is resolved by Spark itself — unknown
-columns, functions and type errors are reported against the user's file, at the line and
-column Spark points at.
+"""Spark's own checks of a planned query, before anything reads data, and Spark's
+errors told as one located paragraph: unknown tables, columns and functions, type errors
+and what a streaming query may not contain, reported against the user's file at the line
+and column Spark points at.
 """
 from __future__ import annotations
 
 import difflib
 import re
 
-from job.catalog import Catalog, short_name
 from job.errors import Origin, PipelineError
-from job.sql.dialect import flink_to_spark
-
-
-def declared_frame(spark, table):
-    """An empty DataFrame with the table's columns (computed ones evaluated by Spark)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import StructField, StructType, _parse_datatype_string
-
-    base = [c for c in table.columns if c.kind != "computed"]
-    empty = spark.createDataFrame([], StructType([StructField(c.name, _parse_datatype_string(c.spark_type)) for c in base]))
-    computed = [c for c in table.columns if c.kind == "computed"]
-    for col in computed:
-        try:
-            empty = empty.withColumn(col.name, F.expr(col.expression))
-        except Exception as exc:  # noqa: BLE001 - Spark's own analysis error, re-told
-            origin = table.source.origin if table.source else None
-            raise spark_error(exc, f"computed column '{col.name}'", origin=origin,
-                              statement=table.source.text if table.source else None) from None
-    return empty.select(*[F.col(f"`{c.name}`") for c in table.columns])
-
-
-def register_declared(spark, catalog: Catalog) -> None:
-    for table in catalog.tables.values():
-        declared_frame(spark, table).createOrReplaceTempView(short_name(table.name))
-    for view in catalog.views.values():
-        register_view(spark, view)
-
-
-def register_view(spark, view) -> None:
-    try:
-        df = spark.sql(flink_to_spark(view.query))
-        if view.column_names:
-            df = df.toDF(*view.column_names)
-        df.createOrReplaceTempView(short_name(view.name))
-    except PipelineError:
-        raise
-    except Exception as exc:  # noqa: BLE001
-        raise spark_error(exc, f"view '{view.name}'", origin=view.query_origin, text=view.query,
-                          statement=view.source.text if view.source else None,
-                          known_tables=_declared_names(spark)) from None
-
-
-def analyze_query(spark, sql: str, origin: Origin, statement: str | None, what: str):
-    """The analysed (not executed) DataFrame of a SELECT, or a located PipelineError."""
-    try:
-        df = spark.sql(flink_to_spark(sql))
-        df.schema  # forces analysis
-        return df
-    except Exception as exc:  # noqa: BLE001
-        raise spark_error(exc, what, origin=origin, text=sql, statement=statement,
-                          known_tables=_declared_names(spark)) from None
-
 
 # Hints for what Spark's streaming check refuses, by its error condition.
 STREAMING_HINTS = {
@@ -86,14 +31,6 @@ def check_streaming(spark, df, origin: Origin, sql: str, statement: str | None, 
         error = spark_error(exc, what, origin=origin, text=sql, statement=statement)
         error.hint = STREAMING_HINTS.get(_condition(exc), error.hint)
         raise error from None
-
-
-def _declared_names(spark) -> list[str]:
-    """The tables and views the pipeline declared (they are the session's temp views)."""
-    try:
-        return sorted(t.name for t in spark.catalog.listTables() if t.isTemporary)
-    except Exception:  # noqa: BLE001 - only used to word a hint
-        return []
 
 
 _POSITION = re.compile(r"line (\d+), pos(?:ition)? (\d+)")

@@ -1,0 +1,77 @@
+"""Which calls of a SELECT are aggregates, and what each one asks for: its function,
+argument, DISTINCT and FILTER (WHERE …). Both ways of computing an aggregation read
+them: the engine's group aggregation (:mod:`job.plan.aggregates`) and Spark's window
+aggregation (:mod:`job.plan.native`)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from sqlglot import exp
+
+from job.sql.flink.functions import is_aggregate, lookup
+from job.sql.types import LogicalType
+
+
+@dataclass
+class AggCall:
+    node: exp.Expression          # the call as written (with its FILTER, if any)
+    function: object              # the library's Function
+    arg: Optional[exp.Expression]  # the argument (None: COUNT(*))
+    distinct: bool
+    condition: Optional[exp.Expression]
+    result: LogicalType = None
+    separator: Optional[str] = None   # LISTAGG's
+
+
+def aggregate_calls(node: exp.Expression):
+    """Aggregate calls in an expression, each with its FILTER (WHERE …) clause if it has
+    one; calls inside an OVER window are not this query's aggregates."""
+    home = node if isinstance(node, exp.Select) else node.find_ancestor(exp.Select)
+    for call in node.find_all(exp.Anonymous):
+        if not is_aggregate(call) or call.find_ancestor(exp.Window) is not None:
+            continue
+        if call.find_ancestor(exp.Select) is not home:
+            continue  # an aggregate of a subquery, not of this query
+        parent = call.parent
+        yield parent if isinstance(parent, exp.Filter) and parent.this is call else call
+
+
+def is_aggregating(node: exp.Select) -> bool:
+    if node.args.get("group") is not None or node.args.get("having") is not None:
+        return True
+    return any(True for item in node.expressions for _ in aggregate_calls(item))
+
+
+def parse_call(planner, call: exp.Expression) -> AggCall:
+    condition = None
+    node = call
+    if isinstance(call, exp.Filter):
+        condition, call = call.expression.this, call.this
+    function = lookup(call.name)
+    args = list(call.expressions)
+    distinct = False
+    if len(args) == 1 and isinstance(args[0], exp.Distinct):
+        if len(args[0].expressions) != 1:
+            raise planner.error(call, f"{call.name}(DISTINCT …) over several columns is not supported yet")
+        args, distinct = [args[0].expressions[0]], True
+    if function.engine == "count":
+        if len(args) != 1:
+            raise planner.error(call, "COUNT takes one argument (or *)")
+        arg = None if isinstance(args[0], exp.Star) else args[0]
+        if arg is not None and not distinct and isinstance(arg, exp.Literal):
+            arg = None  # COUNT(1): every row
+    else:
+        if len(args) < 1:
+            raise planner.error(call, f"{call.name} needs an argument")
+        if len(args) > 1 and function.engine != "listagg":
+            raise planner.error(call, f"{call.name} takes one argument")
+        arg = args[0]
+    separator = None
+    if function.engine == "listagg":
+        separator = ","
+        if len(args) == 2:
+            if not (isinstance(args[1], exp.Literal) and args[1].is_string):
+                raise planner.error(args[1], "the separator of LISTAGG must be a string literal")
+            separator = args[1].this
+    return AggCall(node, function, arg, distinct, condition, separator=separator)

@@ -1,0 +1,123 @@
+"""One streaming query per INSERT, all in one Spark application (Flink's statement set):
+planning them, before anything starts.
+
+Planning chooses, per INSERT, between Spark's native operators (append-only inputs, no
+join, no GROUP BY other than event-time windows) and the changelog engine, and builds its
+sink. Starting, watching and stopping the queries is the run's (:mod:`job.run`), which
+lends planning two things: how a query opens its tables (``sources``: the bad-record
+policy, the end-of-input markers of ``--once``) and how a sink is watched while it
+writes (``watch_sink``: output counts, the graceful stop).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from job.catalog import short_name
+from job.connectors.base import SinkContext
+from job.connectors.registry import validate_options
+from job.errors import PipelineError
+from job.plan.analyze import check_streaming
+from job.plan.program import Program
+
+
+@dataclass
+class QueryPlan:
+    name: str
+    insert_index: int
+    sink_table: str
+    engine: str                        # 'native' or 'changelog'
+    sink_mode: str
+    checkpoint: str
+    steps: list[str]
+    writer: object = None
+    dead_letters: list = field(default_factory=list)   # (name, writer, checkpoint)
+    observed: list = field(default_factory=list)
+    end_of_input: object = None        # for queries with event-time state: how --once closes their windows
+    bounded: bool = False              # every table the query reads ends (it runs to completion)
+
+
+def unwatched(sink, _key: str):
+    return sink
+
+
+def query_name(program: Program, index: int, table: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", f"{program.name}-{index + 1}-{short_name(table)}")
+
+
+def new_planner(spark, catalog, conf, open_source: Callable):
+    """A planner with the pipeline's SET options that change a plan."""
+    from job.plan.execution import Execution
+    from job.plan.planner import Planner
+    from job.sql.flink.translate import Settings
+
+    return Planner(spark, catalog, open_source, Settings.from_conf(conf), Execution.from_conf(conf))
+
+
+def plan_queries(spark, program: Program, *, checkpoint_dir: str, sources: Callable,
+                 watch_sink: Callable = unwatched, offline: bool = False) -> list[QueryPlan]:
+    """Plan (not start) every INSERT's query.
+
+    ``sources(checkpoint)``: how one query opens its tables — an object with
+    ``open(table, ordered)``, the ``opened`` sources (dead letters, observed metrics,
+    unbounded tables) and the ``end_of_input`` it registers; ``watch_sink(sink, key)``
+    returns the sink to write through."""
+    plans = []
+    for i, insert in enumerate(program.inserts):
+        try:
+            plans.append(plan_insert(spark, program, i, checkpoint_dir=checkpoint_dir, sources=sources,
+                                     watch_sink=watch_sink, offline=offline))
+        except PipelineError as err:
+            raise err.located(insert.query_origin, insert.source.text if insert.source else None)
+    return plans
+
+
+def plan_insert(spark, program: Program, index: int, *, checkpoint_dir: str, sources: Callable,
+                watch_sink: Callable = unwatched, offline: bool = False) -> QueryPlan:
+    from job.plan.sink import plan_sink
+
+    insert = program.inserts[index]
+    table = program.catalog.table(insert.table)
+    connector, options = validate_options(table, "sink")
+    name = query_name(program, index, insert.table)
+    checkpoint = str(Path(checkpoint_dir) / name)
+    reading = sources(checkpoint)
+    planner = new_planner(spark, program.catalog, program.conf, reading.open)
+    rel = planner.plan(insert.parsed)
+    sink = watch_sink(connector.create_sink(SinkContext(spark, table, options, checkpoint, offline=offline)), checkpoint)
+    sink_plan = plan_sink(planner, rel, table, connector, sink, insert.column_names)
+    steps = rel.steps + sink_plan.steps
+    engine = "changelog" if (not rel.append_only or any("[stateful" in s for s in steps)) else "native"
+    if rel.append_only:
+        check_streaming(spark, rel.df, insert.query_origin, insert.query,
+                        insert.source.text if insert.source else None, f"the query of INSERT INTO {insert.table}")
+    opened = reading.opened
+    plan = QueryPlan(name, index, table.name, engine, sink_plan.mode, checkpoint, steps, sink_plan.writer,
+                     observed=opened.observed, bounded=not opened.unbounded)
+    end_of_input = reading.end_of_input
+    if planner.event_time_span_ms is not None and end_of_input.tables:
+        end_of_input.span_ms = planner.event_time_span_ms
+        plan.end_of_input = end_of_input
+    for j, (dl_table_name, letters) in enumerate(opened.dead_letters):
+        plan.dead_letters.append(dead_letter_writer(spark, program, dl_table_name, letters,
+                                                    f"{checkpoint}-dead-letter-{j}", watch_sink, offline))
+    return plan
+
+
+def dead_letter_writer(spark, program: Program, table_name: str, letters, checkpoint: str,
+                       watch_sink: Callable = unwatched, offline: bool = False):
+    from pyspark.sql import functions as F
+
+    table = program.catalog.table(table_name)
+    if table is None:
+        raise PipelineError(f"'dead-letter.table' names '{table_name}', which is not a table of this pipeline",
+                            option="dead-letter.table")
+    connector, options = validate_options(table, "sink")
+    persisted = [c for c in table.columns if c.is_persisted]
+    cols = [(letters[c.name] if c.name in letters.columns else
+             F.current_timestamp() if "timestamp" in c.spark_type else F.lit(None)).cast(c.spark_type).alias(c.name)
+            for c in persisted]
+    sink = watch_sink(connector.create_sink(SinkContext(spark, table, options, checkpoint, offline=offline)), checkpoint)
+    return (f"dead-letter-{short_name(table.name)}", sink.write_stream(letters.select(*cols)), checkpoint)
