@@ -120,6 +120,11 @@ class Flink(Dialect):
         NO_PAREN_FUNCTION_PARSERS = {
             "CASE": lambda self: self._parse_case(),
         }
+        # NULL keeps its position: an untyped NULL is refused where it is written.
+        PRIMARY_PARSERS = {
+            **parser.Parser.PRIMARY_PARSERS,
+            TokenType.NULL: lambda self, token: self._parse_null_literal(token),
+        }
         STRICT_CAST = True
 
         # ------------------------------------------------------------------ CASE
@@ -144,6 +149,11 @@ class Flink(Dialect):
             if not self._match(TokenType.END):
                 self.raise_error("Expected END after CASE", self._prev)
             return self.expression(exp.Case(this=subject, ifs=ifs, default=default))
+
+        def _parse_null_literal(self, token) -> exp.Expression:
+            node = self.expression(exp.Null())
+            node.meta.update(line=token.line, col=token.col, start=token.start, end=token.end)
+            return node
 
         # ------------------------------------------------------------------ CAST
         def _parse_flink_cast(self, safe: bool) -> exp.Expression:

@@ -128,6 +128,8 @@ class Translator:
         out = self.expr(node)
         if out.type.name not in ("BOOLEAN", "NULL"):
             self.refuse(node, f"{where} must be a boolean expression, not {out.type}")
+        if out.type.is_null:  # WHERE NULL: an unknown condition, which keeps no row
+            return Typed("CAST(NULL AS BOOLEAN)", BOOLEAN_TYPE)
         return out
 
     # ------------------------------------------------------------------ helpers
