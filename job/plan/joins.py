@@ -296,7 +296,7 @@ def regular_join(planner, left: Rel, right: Rel, node: exp.Join) -> Rel:
         schema=joined_schema(left, right), extendable=one_key and all(c in left.cols() for c in lcols))
     key = join_key(left, right, kind, lplain, rplain)
     steps = left.steps + right.steps + [
-        f"{kind} join on {on_text(planner, pairs)} [stateful; emits at once, retracts padded rows when a match "
+        f"{kind} join on {on_text(planner, pairs)} [engine: join; stateful; emits at once, retracts padded rows when a match "
         "arrives" + ("; normalizes the upsert " + " and ".join(("left", "right")[s_] for s_ in upsert_sides)
                      + " side by its key in the same operator" if upsert_sides else "") + "]"]
     rel = Rel(None, left.fields + right.fields, kind == "inner" and left.append_only and right.append_only, key, steps,

@@ -183,7 +183,7 @@ def top_n(planner, inner: exp.Select, position: int, window: exp.Window, alias: 
     what = "deduplicate" if dedup else f"top {lower}..{upper}" if lower > 1 else f"top {upper}"
     step = (f"{what} by {function}() over ({', '.join(planner.current.flink_sql(p) for p in partition) or 'everything'}) "
             f"order by {', '.join(planner.current.flink_sql(o) for o in order.expressions)} "
-            "[stateful; " + ("emits each key's first row once" if keep_first_by_arrival else
+            "[engine: rank; stateful; " + ("emits each key's first row once" if keep_first_by_arrival else
                               "retracts a row when it leaves the range") + "]")
     out = ranked.select(*selected, F.col(SIGN), *([F.col(NET)] if shows_rank and unique is not None else []))
     return Rel(out, fields, keep_first_by_arrival and rel.append_only, unique, rel.steps + [step],

@@ -208,3 +208,11 @@ def _hint_position(text: str) -> Optional[int]:
         else:
             i += 1
     return None
+
+
+def is_proctime_call(node: Optional[exp.Expression]) -> bool:
+    """``PROCTIME()``: a select item computing it is a processing-time attribute (Flink
+    keeps ``SELECT *, PROCTIME() AS p FROM t``'s ``p`` one)."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return isinstance(node, exp.Anonymous) and node.name.upper() == "PROCTIME" and not node.expressions
