@@ -26,7 +26,7 @@ from sqlglot import exp
 
 from job.sql.flink.dialect import JsonClause, TypeRef
 from job.sql.flink.functions import AGGREGATE, lambda_var, not_supported, scalar
-from job.sql.flink.translate import Typed, spark_string
+from job.sql.flink.typed import Typed, spark_string
 from job.sql.types import BOOLEAN_TYPE, DOUBLE_TYPE, INT_TYPE, STRING_TYPE, logical_type, t
 
 CATEGORY = "json"
