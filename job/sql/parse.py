@@ -27,7 +27,8 @@ from typing import Optional
 
 from job.errors import Origin, PipelineError
 from job.sql.flink.query import parse_query
-from job.sql.ddl import if_not_exists, name_list, optional_comment, parse_create_table, qualified_name
+from job.sql.clauses import if_not_exists, name_list, optional_comment, qualified_name
+from job.sql.ddl import parse_create_table
 from job.sql.statements import CreateView, Insert, SetOption, Statement, StatementText
 from job.sql.tokens import EOF, IDENT, STRING, Token, TokenStream, describe
 
