@@ -15,7 +15,8 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import TokenType
 
 from job.errors import Origin, PipelineError
-from job.sql.flink.dialect import DIALECT, WindowTVF, normalize
+from job.sql.flink.dialect import DIALECT, WindowTVF
+from job.sql.flink.normalize import normalize
 
 # Flink SQL the job does not run; refused by name where it is written, before parsing
 # (sqlglot's own grammar for some of these differs from Flink's, so its parse error would
