@@ -292,7 +292,7 @@ NULL_ARGUMENTS = frozenset({
 
 _loaded = False
 MODULES = ("operators", "arithmetic", "string", "regexp", "encoding", "temporal", "conditional", "conversion",
-           "collection", "json", "value", "hashing", "aggregate", "other")
+           "collection", "json", "json_writing", "value", "hashing", "aggregate", "other")
 
 
 def _load() -> None:
