@@ -156,8 +156,10 @@ def top_n(planner, inner: exp.Select, position: int, window: exp.Window, alias: 
     # time, and Spark's stateful operator refuses two event-time columns.
     df = without_event_time(planner.signed(rel))
     # Among equal sort keys the earlier row ranks first, except when the order is the
-    # processing time descending: there the later row is the later time.
-    newest_first = time_order and order_fields[-1].time == "proctime" and descending[-1]
+    # processing time descending (the later row is the later time) and in a deduplication
+    # that keeps the latest row: Flink's keeps the last of rows with equal event times.
+    newest_first = (time_order and order_fields[-1].time == "proctime" and descending[-1]) or \
+        (dedup and descending[0])
     sort = [{"column": f.col, "descending": d, "nulls_first": not d} for f, d in zip(order_fields, descending)]
     ranked = engine.rank(planner, df, pcols, [f.col for f in visible], sort, function, lower, upper,
                          rel.append_only, shows_rank, newest_first)
