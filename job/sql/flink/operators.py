@@ -11,7 +11,7 @@ from job.sql.flink import rules
 from job.sql.flink.casts import interval_literal
 from job.sql.flink.functions.json import is_json
 from job.sql.flink.semantics import arithmetic_sql, comparison, negate_long, temporal_arithmetic
-from job.sql.flink.typed import _INT_RANGE, Typed, handles, refuse_untyped_null, wrap_integer
+from job.sql.flink.typed import NARROW_INTEGERS, Typed, handles, refuse_untyped_null, wrap_integer
 from job.sql.types import BOOLEAN_TYPE, NULL_TYPE, t
 
 _ARITH = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%"}
@@ -34,12 +34,11 @@ def _arithmetic(tr, node: exp.Binary) -> Typed:
     return arithmetic_sql(tr, op, a, b, result, node)
 
 
-
 @handles(exp.Neg)
 def _neg(tr, node: exp.Neg) -> Typed:
     refuse_untyped_null(tr, node.this)
     value = tr.expr(node.this)
-    if value.type.name in _INT_RANGE:
+    if value.type.name in NARROW_INTEGERS:
         return Typed(wrap_integer(f"-CAST({value.sql} AS BIGINT)", value.type), value.type)
     if value.type.name == "BIGINT":
         return Typed(f"({negate_long(value.sql)})", value.type)
@@ -66,12 +65,10 @@ def _concat(tr, node: exp.DPipe) -> Typed:
     return Typed(f"concat({a.sql}, {b.sql})", t(name, max(length, 1), nullable=rules.any_nullable(a.type, b.type)))
 
 
-
 # ---------------------------------------------------------------- comparison and logic
 
 _COMPARE = {exp.EQ: "=", exp.NEQ: "<>", exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<=",
             exp.NullSafeEQ: "<=>", exp.NullSafeNEQ: "<=>"}
-
 
 
 @handles(*_COMPARE)

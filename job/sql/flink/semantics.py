@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Optional
 
 from job.sql.flink import rules
-from job.sql.flink.typed import _INT_RANGE, Typed, wrap_integer
-from job.sql.types import BOOLEAN_TYPE, LogicalType, t
+from job.sql.flink.typed import NARROW_INTEGERS, Typed, wrap_integer
+from job.sql.logical_types import BOOLEAN_TYPE, LogicalType, t
 
 
 _TRY = {"+": "try_add", "-": "try_subtract", "*": "try_multiply"}
@@ -21,7 +21,7 @@ def arithmetic_sql(tr, op: str, a: Typed, b: Typed, result: LogicalType, node) -
     Division of exact numbers by zero fails the query, in Flink and here."""
     if result.is_null:
         return Typed("NULL", result)
-    if result.name in _INT_RANGE:
+    if result.name in NARROW_INTEGERS:
         if op == "/":  # Integer.MIN_VALUE / -1 wraps
             return Typed(wrap_integer(f"({a.sql}) div ({b.sql})", result), result)
         if op == "%":

@@ -18,7 +18,7 @@ from typing import Callable, Optional
 from sqlglot import exp
 
 from job.errors import PipelineError
-from job.sql.types import LogicalType, t
+from job.sql.logical_types import LogicalType, t
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,8 @@ def field_access(tr, base: Typed, name: str, node: exp.Expression) -> Typed:
 
 
 
-_INT_RANGE = {"TINYINT": 8, "SMALLINT": 16, "INT": 32}
+# Integer types narrower than BIGINT, by their bits: their arithmetic wraps around as Java's does.
+NARROW_INTEGERS = {"TINYINT": 8, "SMALLINT": 16, "INT": 32}
 _BITS = {"TINYINT": 8, "SMALLINT": 16, "INT": 32, "BIGINT": 64}
 
 
