@@ -111,7 +111,7 @@ def group_aggregate(planner, rel: Rel, node: exp.Select) -> Rel:
                   steps=rel.steps + [
                       f"aggregate by ({', '.join(planner.current.flink_sql(g) for g in group_exprs) or 'nothing: one global row'}) "
                       f"computing {', '.join(planner.current.flink_sql(c.node) for c in calls) or 'distinct rows'} "
-                      f"[stateful; retracts the old result row on every change]"])
+                      f"[engine: aggregate; stateful; retracts the old result row on every change]"])
     if node.args.get("having"):
         agg_rel = planner.filter(agg_rel, node.args["having"].this, "HAVING", replacements)
     out = planner.project(agg_rel, node.expressions, replacements)
@@ -128,6 +128,8 @@ def group_by_all(planner, rel: Rel) -> Rel:
                 rel.steps, computed=rel.computed)
     out = group_aggregate(planner, named, node)
     out.fields = [Field(f.name, None, o.col, o.type) for f, o in zip(rel.fields, out.fields)]
+    out.steps = out.steps[:-1] + [f"distinct rows of ({', '.join(f.name for f in rel.fields)}) [engine: aggregate; "
+                                  "stateful; retracts the old result row on every change]"]
     return out
 
 

@@ -101,8 +101,9 @@ def plan_over(planner, rel: Rel, node: exp.Select) -> Rel:
         selected.append(F.col(f"r{index}").alias(col))
     replacements = {flink_key(call): Typed(f"`{result_cols[seen[flink_key(call.this)]]}`",
                                            results[seen[flink_key(call.this)]]) for call, _ in specs}
-    frame_text = (f"{'ROWS' if frame.rows else 'RANGE'} BETWEEN "
-                  f"{'UNBOUNDED' if frame.preceding is None else frame.preceding} PRECEDING AND CURRENT ROW")
+    preceding = ("UNBOUNDED" if frame.preceding is None else
+                 f"{frame.preceding}" if frame.rows else f"{frame.preceding} ms")
+    frame_text = f"frame: {'ROWS' if frame.rows else 'RANGE'} BETWEEN {preceding} PRECEDING AND CURRENT ROW"
     over_rel = Rel(out.select(*selected), fields, True, rel.unique_key,
                    rel.steps + [f"over aggregation {', '.join(planner.current.flink_sql(c) for c in dict.fromkeys(calls))}"
                                 f" ({frame_text}) [engine: over, on {time_field.time.replace('time', ' time')}; "

@@ -23,7 +23,7 @@ from job.errors import PipelineError
 from job.plan.execution import Execution
 from job.plan.relation import NET, SIGN, Field, Rel, RelScope, conjuncts, output_name
 from job.sql.flink.dialect import WindowTVF
-from job.sql.flink.query import Query
+from job.sql.flink.query import Query, is_proctime_call
 from job.sql.flink.translate import Settings, Translator, Typed
 
 # The SELECT clauses the planner plans; any other one is refused by name (left out of
@@ -290,7 +290,7 @@ class Planner:
                 selected.append(F.expr(value.sql).alias(col, metadata={}))
             else:
                 selected.append(F.expr(value.sql).alias(col))
-            time = source.time if source is not None else None
+            time = source.time if source is not None else "proctime" if is_proctime_call(expression) else None
             fields.append(Field(name, None, col, value.type, time))
             if source is not None:
                 renames.setdefault(source.col, col)
@@ -358,7 +358,7 @@ class Planner:
 
         stream = bounded_stream(self, df)
         fields = [Field(n, alias.name if alias is not None else None, c, t_) for n, c, t_ in zip(names, cols, types)]
-        return Rel(stream, fields, True, steps=[f"VALUES ({len(rows)} rows)"])
+        return Rel(stream, fields, True, steps=[f"VALUES ({len(rows)} rows) [a bounded source: its rows once]"])
 
     def values_select(self, node: exp.Select) -> Rel:
         """SELECT without FROM: one row."""

@@ -156,8 +156,10 @@ def top_n(planner, inner: exp.Select, position: int, window: exp.Window, alias: 
     # time, and Spark's stateful operator refuses two event-time columns.
     df = without_event_time(planner.signed(rel))
     # Among equal sort keys the earlier row ranks first, except when the order is the
-    # processing time descending: there the later row is the later time.
-    newest_first = time_order and order_fields[-1].time == "proctime" and descending[-1]
+    # processing time descending (the later row is the later time) and in a deduplication
+    # that keeps the latest row: Flink's keeps the last of rows with equal event times.
+    newest_first = (time_order and order_fields[-1].time == "proctime" and descending[-1]) or \
+        (dedup and descending[0])
     sort = [{"column": f.col, "descending": d, "nulls_first": not d} for f, d in zip(order_fields, descending)]
     ranked = engine.rank(planner, df, pcols, [f.col for f in visible], sort, function, lower, upper,
                          rel.append_only, shows_rank, newest_first)
@@ -183,7 +185,7 @@ def top_n(planner, inner: exp.Select, position: int, window: exp.Window, alias: 
     what = "deduplicate" if dedup else f"top {lower}..{upper}" if lower > 1 else f"top {upper}"
     step = (f"{what} by {function}() over ({', '.join(planner.current.flink_sql(p) for p in partition) or 'everything'}) "
             f"order by {', '.join(planner.current.flink_sql(o) for o in order.expressions)} "
-            "[stateful; " + ("emits each key's first row once" if keep_first_by_arrival else
+            "[engine: rank; stateful; " + ("emits each key's first row once" if keep_first_by_arrival else
                               "retracts a row when it leaves the range") + "]")
     out = ranked.select(*selected, F.col(SIGN), *([F.col(NET)] if shows_rank and unique is not None else []))
     return Rel(out, fields, keep_first_by_arrival and rel.append_only, unique, rel.steps + [step],

@@ -51,4 +51,4 @@ def union_all(planner, rels: list[Rel], node) -> Rel:
     for other in frames[1:]:
         df = df.unionByName(other, allowMissingColumns=True)
     fields = [Field(f.name, None, c, t_) for f, c, t_ in zip(rels[0].fields, cols, types)]
-    return Rel(df, fields, not signed, None, sum((r.steps for r in rels), []) + ["union all"])
+    return Rel(df, fields, not signed, None, sum((r.steps for r in rels), []) + ["union all [stateless: the inputs' rows interleaved]"])

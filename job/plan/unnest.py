@@ -67,5 +67,6 @@ def plan_unnest(planner, left: Rel, node: exp.Join) -> Rel:
     else:
         raise planner.error(unnest.expressions[0], f"UNNEST needs an ARRAY or MAP, not {x}")
     return Rel(df, left.fields + fields, left.append_only, None,
-               left.steps + [f"{'left join' if outer else 'cross join'} unnest {planner.current.flink_sql(unnest.expressions[0])}"],
+               left.steps + [f"{'left join' if outer else 'cross join'} unnest {planner.current.flink_sql(unnest.expressions[0])} "
+                             "[stateless: Spark's explode, one row per element]"],
                computed=left.computed)

@@ -23,14 +23,15 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import re
-from decimal import Decimal
 from typing import Optional
 
 from job.errors import Origin
+from job.sql.clauses import (expression, if_not_exists, name_list, optional_comment,  # noqa: F401 - re-exported
+                             qualified_name, span)
 from job.sql.statements import Column, CreateTable, StatementText, Watermark
-from job.sql.tokens import DSTRING, EOF, IDENT, NUMBER, QUOTED, STRING, Token, TokenStream, describe
+from job.sql.tokens import DSTRING, IDENT, NUMBER, QUOTED, STRING, Token, TokenStream, describe
 from job.sql.types import parse_type
+from job.sql.watermarks import watermark_delay
 
 WITH_HINT = "Flink requires a connector: add WITH ('connector' = '…', …) after the column list."
 NOT_ENFORCED_HINT = (
@@ -38,66 +39,6 @@ NOT_ENFORCED_HINT = (
     "PRIMARY KEY (…) NOT ENFORCED."
 )
 OPTION_HINT = "write options as quoted strings: 'connector' = 'kafka'."
-WATERMARK_HINT = "e.g. WATERMARK FOR ts AS ts - INTERVAL '5' SECOND (or AS ts for no delay)."
-
-# Interval units a watermark delay may use: Spark's unit name and its milliseconds.
-_UNITS = {
-    "MILLISECOND": ("millisecond", 1),
-    "SECOND": ("second", 1_000),
-    "MINUTE": ("minute", 60_000),
-    "HOUR": ("hour", 3_600_000),
-    "DAY": ("day", 86_400_000),
-}
-_INTERVAL_VALUE = re.compile(r"[0-9]{1,15}(?:\.[0-9]{1,9})?")
-
-
-# --------------------------------------------------------------------------- helpers shared with parse.py
-
-
-def if_not_exists(ts: TokenStream) -> bool:
-    """``IF NOT EXISTS``. ``IF`` followed by ``(``, ``.`` or ``AS`` is a name, not this clause."""
-    if ts.at("IF") and not (ts.peek(1).matches("(") or ts.peek(1).matches(".") or ts.at("IF", "AS")):
-        ts.expect("IF", "NOT", "EXISTS")
-        return True
-    return False
-
-
-def qualified_name(ts: TokenStream, what: str) -> tuple[str, Token]:
-    """``name``, ``db.name`` or ``cat.db.name``; returns the dotted name and first token.
-
-    Parts are unquoted. A part that itself contains ``.`` or a backquote is kept in
-    backquotes, so splitting the result at unquoted dots is unambiguous. The registry
-    registers the last part as the Spark view name.
-    """
-    first = ts.identifier(what)
-    parts = [first.value]
-    while ts.accept("."):
-        parts.append(ts.identifier("a name after '.'").value)
-    return ".".join(_name_part(p) for p in parts), first
-
-
-def _name_part(part: str) -> str:
-    return "`" + part.replace("`", "``") + "`" if ("." in part or "`" in part) else part
-
-
-def name_list(ts: TokenStream, what: str) -> list[Token]:
-    """``(a, b, …)``: at least one identifier, no repeats (compared without case)."""
-    ts.expect("(")
-    names: list[Token] = []
-    while True:
-        token = ts.identifier(what)
-        if any(t.value.lower() == token.value.lower() for t in names):
-            raise ts.error(f"column '{token.value}' is listed twice", token)
-        names.append(token)
-        if not ts.accept(","):
-            ts.expect(")", what="',' or ')'")
-            return names
-
-
-def optional_comment(ts: TokenStream) -> Optional[str]:
-    if ts.accept("COMMENT"):
-        return ts.string("a comment string after COMMENT").value
-    return None
 
 
 # --------------------------------------------------------------------------- CREATE TABLE
@@ -187,7 +128,7 @@ def _column(ts: TokenStream, table: _Table) -> None:
     if ts.accept("AS"):
         tokens = expression(ts, f"an expression for computed column '{name}'")
         column = Column(
-            name, "", "", kind="computed", expression=_span(ts, tokens),
+            name, "", "", kind="computed", expression=span(ts, tokens),
             comment=optional_comment(ts),
         )
     else:
@@ -216,33 +157,6 @@ def _column(ts: TokenStream, table: _Table) -> None:
     table.column_tokens[name.lower()] = name_token
 
 
-def expression(ts: TokenStream, what: str) -> list[Token]:
-    """Tokens of an expression, up to a top-level ``,`` or ``)`` or ``COMMENT '…'``.
-
-    Brackets count as nesting so that ``MAP['a', 1]`` is not cut at its comma.
-    """
-    tokens: list[Token] = []
-    depth = 0
-    while True:
-        token = ts.peek()
-        if token.kind == EOF:
-            break
-        if depth == 0 and (token.matches(",") or token.matches(")")):
-            break
-        if depth == 0 and token.is_keyword("COMMENT") and ts.peek(1).kind == STRING:
-            break
-        if token.matches("(") or token.matches("["):
-            depth += 1
-        elif token.matches(")") or token.matches("]"):
-            depth = max(0, depth - 1)
-        tokens.append(ts.next())
-    if not tokens:
-        raise ts.expected(what)
-    return tokens
-
-
-def _span(ts: TokenStream, tokens: list[Token]) -> str:
-    return ts.text[tokens[0].start : tokens[-1].end]
 
 
 def _table_constraint(ts: TokenStream, table: _Table) -> None:
@@ -283,76 +197,10 @@ def _watermark(ts: TokenStream, table: _Table) -> None:
     tokens = expression(ts, "a watermark expression")
     if table.watermark is not None:
         raise ts.error("a table can have only one WATERMARK", start)
-    delay = _watermark_delay(ts, column, tokens)
-    table.watermark = (Watermark(column.value, _span(ts, tokens), delay), column)
+    delay = watermark_delay(ts, column, tokens)
+    table.watermark = (Watermark(column.value, span(ts, tokens), delay), column)
 
 
-def _watermark_delay(ts: TokenStream, column: Token, tokens: list[Token]) -> str:
-    """Spark's ``withWatermark`` delay for ``ts`` or ``ts - INTERVAL 'n' UNIT``.
-
-    Spark watermarks are "max event time minus a fixed delay", so other shapes of
-    expression have no Spark equivalent and are rejected.
-    """
-    inner = tokens
-    while len(inner) >= 2 and inner[0].matches("(") and _closes_at_end(inner):
-        inner = inner[1:-1]
-
-    def is_column(token: Token) -> bool:
-        return token.kind in (IDENT, QUOTED) and token.value.lower() == column.value.lower()
-
-    if len(inner) == 1 and is_column(inner[0]):
-        return "0 seconds"
-    if (
-        len(inner) == 5 and is_column(inner[0]) and inner[1].matches("-")
-        and inner[2].is_keyword("INTERVAL") and inner[3].kind in (STRING, NUMBER)
-    ):
-        return _interval(ts, inner[3], inner[4])
-    raise ts.error(
-        f"unsupported watermark expression: Spark needs '{column.value}' or "
-        f"'{column.value} - INTERVAL …' (a fixed delay)",
-        tokens[0], hint=WATERMARK_HINT,
-    )
-
-
-def _closes_at_end(tokens: list[Token]) -> bool:
-    """Whether the ``(`` at tokens[0] is closed by the last token (not earlier)."""
-    depth = 0
-    for i, token in enumerate(tokens):
-        if token.matches("("):
-            depth += 1
-        elif token.matches(")"):
-            depth -= 1
-            if depth == 0:
-                return i == len(tokens) - 1
-    return False
-
-
-def _interval(ts: TokenStream, value: Token, unit: Token) -> str:
-    word = unit.value.upper() if unit.kind == IDENT else ""
-    if word.endswith("S") and word[:-1] in _UNITS:
-        word = word[:-1]
-    if word not in _UNITS:
-        raise ts.error(
-            f"unsupported interval unit {describe(unit)} in the watermark", unit,
-            hint="use MILLISECOND, SECOND, MINUTE, HOUR or DAY.",
-        )
-    name, millis = _UNITS[word]
-    text = value.value.strip()
-    if not _INTERVAL_VALUE.fullmatch(text):
-        raise ts.error(f"invalid interval value {value.text}: expected a non-negative number", value)
-    amount = Decimal(text)
-    if amount == amount.to_integral_value():
-        n = int(amount)
-        return f"{n} {name}{'' if n == 1 else 's'}"
-    # Fractions are converted to whole seconds or milliseconds: Spark's interval parser
-    # accepts fractions of seconds only, and Flink's watermarks have millisecond precision.
-    total = amount * millis
-    if total != total.to_integral_value():
-        raise ts.error(f"watermark delay {value.text} {unit.text} is finer than a millisecond", value)
-    total_ms = int(total)
-    if total_ms % 1000 == 0:
-        return f"{total_ms // 1000} seconds"
-    return f"{total_ms} milliseconds"
 
 
 def _options(ts: TokenStream, table: _Table) -> None:

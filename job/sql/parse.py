@@ -27,7 +27,8 @@ from typing import Optional
 
 from job.errors import Origin, PipelineError
 from job.sql.flink.query import parse_query
-from job.sql.ddl import if_not_exists, name_list, optional_comment, parse_create_table, qualified_name
+from job.sql.clauses import if_not_exists, name_list, optional_comment, qualified_name
+from job.sql.ddl import parse_create_table
 from job.sql.statements import CreateView, Insert, SetOption, Statement, StatementText
 from job.sql.tokens import EOF, IDENT, STRING, Token, TokenStream, describe
 
@@ -110,6 +111,11 @@ def _create(ts: TokenStream, st: StatementText) -> Statement:
         return parse_create_table(ts, st, temporary)
     if ts.at("VIEW"):
         return _create_view(ts, st, temporary)
+    if ts.at("FUNCTION") or ts.at("SYSTEM", "FUNCTION"):
+        raise ts.error("CREATE FUNCTION is not supported: user-defined functions (Java, Scala or Python classes) "
+                       "do not run on the job", create,
+                       hint="Flink's built-in functions run with Flink's meaning (docs/functions.md); a query that "
+                            "calls a user-defined function cannot run here")
     kind = ts.peek()
     if kind.kind == IDENT:
         raise _unsupported(ts, create, f"CREATE {kind.value.upper()}")

@@ -12,6 +12,14 @@ OUTCOMES: dict[str, "harness.Outcome"] = {}
 
 
 @pytest.fixture(scope="session")
+def outcomes() -> dict:
+    """Where each case's outcome goes for the summary at the end. A fixture, not an import:
+    pytest loads this file under its own module name, and the test module importing it
+    would get a second copy whose dict the summary never sees."""
+    return OUTCOMES
+
+
+@pytest.fixture(scope="session")
 def flink_data(tmp_path_factory):
     root = tmp_path_factory.mktemp("flink-cases")
     cases = harness.load_cases(root)

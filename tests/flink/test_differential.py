@@ -9,7 +9,6 @@ from __future__ import annotations
 import pytest
 
 from tests.flink import harness
-from tests.flink.conftest import OUTCOMES
 
 pytestmark = pytest.mark.slow
 
@@ -21,12 +20,12 @@ def _ids():
 
 
 @pytest.mark.parametrize("case_id", _ids())
-def test_same_rows_as_flink(spark, flink_data, flink_results, case_id, tmp_path):
+def test_same_rows_as_flink(spark, flink_data, flink_results, outcomes, case_id, tmp_path):
     _root, cases = flink_data
     case = cases[case_id]
     rows, refusal, crash = harness.run_ours(spark, case, str(tmp_path / "checkpoint"))
     outcome = harness.compare(flink_results[case_id], rows, refusal, crash)
-    OUTCOMES[case_id] = outcome
+    outcomes[case_id] = outcome
     if outcome.status == "refused":
         pytest.skip(f"refused by the job: {outcome.detail}")
     assert outcome.status == "same", f"{outcome.status}: {outcome.detail}\nquery: {case.query}"

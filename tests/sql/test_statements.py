@@ -242,8 +242,6 @@ def test_statement_set_errors(text, column, message):
         ("select * from users", "SELECT"),
         ("WITH x AS (SELECT 1) SELECT * FROM x", "WITH"),
         ("VALUES (1)", "VALUES"),
-        ("CREATE FUNCTION f AS 'com.x.F'", "CREATE FUNCTION"),
-        ("CREATE TEMPORARY SYSTEM FUNCTION f AS 'x'", "CREATE SYSTEM"),
         ("CREATE CATALOG c WITH ('type' = 'x')", "CREATE CATALOG"),
         ("CREATE DATABASE d", "CREATE DATABASE"),
         ("(SELECT 1)", "("),
@@ -252,6 +250,18 @@ def test_statement_set_errors(text, column, message):
 def test_unsupported_statements(text, keyword):
     err = assert_error(text, 1, 1, f"unsupported statement '{keyword}'")
     assert err.hint
+
+
+@pytest.mark.parametrize("text", [
+    "CREATE FUNCTION count_char AS 'com.github.nexmark.flink.udf.CountChar'",
+    "CREATE TEMPORARY FUNCTION f AS 'com.x.F'",
+    "CREATE TEMPORARY SYSTEM FUNCTION f AS 'x' LANGUAGE PYTHON",
+    "CREATE FUNCTION IF NOT EXISTS f AS 'x'",
+])
+def test_create_function_is_refused_by_name(text):
+    # Nexmark q14 declares a Java UDF: refused where the statement starts, by name.
+    err = assert_error(text, 1, 1, "CREATE FUNCTION is not supported")
+    assert "user-defined functions" in err.message and err.hint
 
 
 def test_unsupported_statement_hints():

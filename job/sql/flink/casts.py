@@ -19,6 +19,7 @@ from typing import Optional
 from sqlglot import exp
 
 from job.sql.flink import rules
+from job.sql.flink.typed import Typed, let, spark_string, wrap_integer
 from job.sql.types import MAX_LENGTH, LogicalType, t
 
 _TEMPORAL = ("DATE", "TIMESTAMP", "TIMESTAMP_LTZ")
@@ -64,8 +65,6 @@ def _nano_padding(src: LogicalType) -> str:
 
 def cast(tr, value, to: LogicalType, node: Optional[exp.Expression] = None, safe: bool = False):
     """``CAST(value AS to)`` with Flink's semantics (``safe``: TRY_CAST, NULL on failure)."""
-    from job.sql.flink.translate import Typed
-
     src = value.type
     sql = value.sql
     spark_cast = "try_cast" if safe else "CAST"
@@ -111,7 +110,6 @@ def cast(tr, value, to: LogicalType, node: Optional[exp.Expression] = None, safe
             return Typed(f"try_cast({sql} AS {to.spark})", to.nullable_as(True))
     if to.is_integral and src.is_integral:
         if _int_bits(src) > _int_bits(to):
-            from job.sql.flink.translate import wrap_integer
             return Typed(wrap_integer(f"CAST({sql} AS BIGINT)", to), to)
         return Typed(f"CAST({sql} AS {to.spark})", to)
     if to.is_integral and src.name in ("FLOAT", "DOUBLE", "DECIMAL"):
@@ -134,8 +132,6 @@ def approximate_to_integer(sql: str, src: LogicalType, to: LogicalType) -> str:
     the fraction is cut; a DOUBLE beyond the range of INT (BIGINT) saturates to its
     bounds, NaN is 0, and a TINYINT/SMALLINT keeps the low-order bits of that INT; a
     DECIMAL keeps the low-order bits of its whole part."""
-    from job.sql.flink.translate import wrap_integer
-
     if src.name == "DECIMAL":
         whole = f"CAST({sql} AS DECIMAL(38, 0))" if src.scale == 0 else \
             f"CAST(IF({sql} < 0, ceil({sql}), floor({sql})) AS DECIMAL(38, 0))"
@@ -166,9 +162,6 @@ DATE_TEXT = (r"^[\x00-\x20]*([0-9]{1,4})[\x00-\x20]*(-[\x00-\x20]*([0-9]+)[\x00-
 
 def parse_timestamp(sql: str, safe: bool = True) -> str:
     """Text as a TIMESTAMP the way Flink reads it: NULL for TRY_CAST, a failure for CAST."""
-    from job.sql.flink.functions import let
-    from job.sql.flink.translate import spark_string
-
     pattern = spark_string(TIMESTAMP_TEXT)
 
     def body(v: str) -> str:
@@ -188,9 +181,6 @@ def parse_timestamp(sql: str, safe: bool = True) -> str:
 
 def parse_date(sql: str, safe: bool = True) -> str:
     """Text as a DATE the way Flink reads it: NULL for TRY_CAST, a failure for CAST."""
-    from job.sql.flink.functions import let
-    from job.sql.flink.translate import spark_string
-
     pattern = spark_string(DATE_TEXT)
 
     def body(v: str) -> str:
@@ -246,8 +236,6 @@ def unit_name(text: str) -> str:
 
 
 def interval_literal(tr, node: exp.Interval):
-    from job.sql.flink.translate import Typed
-
     unit = node.args.get("unit")
     text = node.this.name if node.this is not None else ""
     units = [unit_name(u.strip()) for u in (unit.name if unit is not None else "").split(" TO ")]

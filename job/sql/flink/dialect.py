@@ -32,8 +32,6 @@ planner.
 """
 from __future__ import annotations
 
-from typing import Optional
-
 from sqlglot import exp, generator, parser, tokens
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.tokens import TokenType
@@ -70,17 +68,14 @@ class WindowTVF(exp.Expression):
         return alias.name if alias is not None else ""
 
 
-# Calls with their own syntax that sqlglot's base grammar parses into typed nodes; each is
-# brought back to a plain call with positional arguments (see _normalize).
-_TIME_UNITS = {
+# Time units Flink reads as keywords (EXTRACT, CEIL/FLOOR … TO, TIMESTAMPADD/DIFF).
+TIME_UNITS = {
     "MILLENNIUM", "CENTURY", "DECADE", "YEAR", "YEARS", "QUARTER", "QUARTERS", "MONTH", "MONTHS", "WEEK",
     "WEEKS", "DAY", "DAYS", "HOUR", "HOURS", "MINUTE", "MINUTES", "SECOND", "SECONDS", "MILLISECOND",
     "MILLISECONDS", "MICROSECOND", "MICROSECONDS", "NANOSECOND", "NANOSECONDS", "DOW", "DOY", "EPOCH",
     "ISODOW", "ISOYEAR", "SQL_TSI_DAY",
 }
 
-
-_UNIT_FIRST = ("TIMESTAMPADD", "TIMESTAMPDIFF")
 
 
 class Flink(Dialect):
@@ -120,6 +115,11 @@ class Flink(Dialect):
         NO_PAREN_FUNCTION_PARSERS = {
             "CASE": lambda self: self._parse_case(),
         }
+        # NULL keeps its position: an untyped NULL is refused where it is written.
+        PRIMARY_PARSERS = {
+            **parser.Parser.PRIMARY_PARSERS,
+            TokenType.NULL: lambda self, token: self._parse_null_literal(token),
+        }
         STRICT_CAST = True
 
         # ------------------------------------------------------------------ CASE
@@ -144,6 +144,11 @@ class Flink(Dialect):
             if not self._match(TokenType.END):
                 self.raise_error("Expected END after CASE", self._prev)
             return self.expression(exp.Case(this=subject, ifs=ifs, default=default))
+
+        def _parse_null_literal(self, token) -> exp.Expression:
+            node = self.expression(exp.Null())
+            node.meta.update(line=token.line, col=token.col, start=token.start, end=token.end)
+            return node
 
         # ------------------------------------------------------------------ CAST
         def _parse_flink_cast(self, safe: bool) -> exp.Expression:
@@ -273,13 +278,13 @@ class Flink(Dialect):
             else:
                 self._retreat(index)
                 return None
-            if not self._curr or self._curr.text.upper() not in _TIME_UNITS:
+            if not self._curr or self._curr.text.upper() not in TIME_UNITS:
                 self.raise_error("Expected a time unit after the INTERVAL literal (e.g. INTERVAL '10' SECOND)")
             unit = self._curr.text.upper()
             self._advance()
             self._skip_precision()
             if self._match_text_seq("TO"):
-                if not self._curr or self._curr.text.upper() not in _TIME_UNITS:
+                if not self._curr or self._curr.text.upper() not in TIME_UNITS:
                     self.raise_error("Expected a time unit after TO")
                 unit = f"{unit} TO {self._curr.text.upper()}"
                 self._advance()
@@ -379,75 +384,3 @@ class JsonClause(exp.Expression):
 Flink.Generator.TRANSFORMS[JsonClause] = lambda self, e: f"{e.this} {self.sql(e, 'expression')}"
 
 DIALECT = Flink()
-
-
-# --------------------------------------------------------------------------- normalize
-
-def _call(name: str, args: list, like: exp.Expression) -> exp.Anonymous:
-    node = exp.Anonymous(this=name, expressions=[a for a in args])
-    node.meta.update(like.meta)
-    return node
-
-
-def _unit(node: Optional[exp.Expression]) -> Optional[exp.Var]:
-    if node is None:
-        return None
-    return exp.Var(this=node.name.upper())
-
-
-def normalize(tree: exp.Expression) -> exp.Expression:
-    """Bring sqlglot's typed nodes for Flink call syntaxes back to plain calls (see the
-    module docstring), in place; returns the (possibly new) root."""
-
-    def swap(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.Substring):
-            args = [node.this, node.args.get("start"), node.args.get("length")]
-            return _call("SUBSTRING", [a for a in args if a is not None], node)
-        if isinstance(node, exp.StrPosition):
-            args = [node.args.get("substr"), node.this]
-            if node.args.get("position") is not None:
-                args.append(node.args["position"])
-            return _call("POSITION", args, node)
-        if isinstance(node, exp.Trim):
-            position = (node.args.get("position") or "BOTH").upper()
-            chars = node.args.get("expression") or exp.Literal.string(" ")
-            return _call("TRIM", [exp.Var(this=position), chars, node.this], node)
-        if isinstance(node, exp.Overlay):
-            args = [node.this, node.args.get("expression"), node.args.get("from_") or node.args.get("from"),
-                    node.args.get("for_") or node.args.get("for")]
-            return _call("OVERLAY", [a for a in args if a is not None], node)
-        if isinstance(node, exp.Extract):
-            return _call("EXTRACT", [_unit(node.this), node.expression], node)
-        if isinstance(node, (exp.Ceil, exp.Floor)):
-            name = "CEIL" if isinstance(node, exp.Ceil) else "FLOOR"
-            args = [node.this]
-            if node.args.get("to") is not None:
-                args.append(_unit(node.args["to"]))
-            elif node.args.get("decimals") is not None:
-                args.append(node.args["decimals"])
-            return _call(name, args, node)
-        if isinstance(node, exp.If) and not isinstance(node.parent, exp.Case):
-            args = [node.this, node.args.get("true"), node.args.get("false") or exp.Null()]
-            return _call("IF", args, node)
-        if isinstance(node, (exp.CurrentDate, exp.CurrentTimestamp, exp.CurrentTime, exp.CurrentUser,
-                             exp.Localtime, exp.Localtimestamp)):
-            name = {exp.CurrentDate: "CURRENT_DATE", exp.CurrentTimestamp: "CURRENT_TIMESTAMP",
-                    exp.CurrentTime: "CURRENT_TIME", exp.CurrentUser: "CURRENT_USER",
-                    exp.Localtime: "LOCALTIME", exp.Localtimestamp: "LOCALTIMESTAMP"}[type(node)]
-            return _call(name, [], node)
-        if isinstance(node, exp.Bracket) and isinstance(node.this, exp.Column) and not node.this.table \
-                and not node.this.this.quoted and node.this.name.upper() == "MAP":
-            return _call("MAP", list(node.expressions), node.this)
-        if isinstance(node, exp.Anonymous) and isinstance(node.this, str):
-            node.set("this", node.this.upper()) if node.this.upper() != node.this else None
-            if node.this in _UNIT_FIRST and node.expressions:
-                # TIMESTAMPADD(DAY, …): the unit is a keyword, not a column named DAY.
-                first = node.expressions[0]
-                if isinstance(first, exp.Column) and not first.table and not first.this.quoted \
-                        and first.name.upper() in _TIME_UNITS:
-                    unit = exp.Var(this=first.name.upper())
-                    unit.meta.update(first.meta)
-                    first.replace(unit)
-        return node
-
-    return tree.transform(swap, copy=False)

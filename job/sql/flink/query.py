@@ -15,7 +15,8 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import TokenType
 
 from job.errors import Origin, PipelineError
-from job.sql.flink.dialect import DIALECT, WindowTVF, normalize
+from job.sql.flink.dialect import DIALECT, WindowTVF
+from job.sql.flink.normalize import normalize
 
 # Flink SQL the job does not run; refused by name where it is written, before parsing
 # (sqlglot's own grammar for some of these differs from Flink's, so its parse error would
@@ -101,7 +102,33 @@ def parse_query(text: str, origin: Origin, statement: Optional[str] = None) -> Q
     if len(trees) != 1 or trees[0] is None:
         raise fail(0, "expected exactly one query")
     tree = normalize(trees[0])
-    return Query(text, origin, tree, tables_named(tree), statement)
+    query = Query(text, origin, tree, tables_named(tree), statement)
+    null = untyped_null_column(tree)
+    if null is not None:
+        raise query.error(null, "Illegal use of 'NULL'", hint="give the NULL a type: CAST(NULL AS INT)")
+    return query
+
+
+def untyped_null_column(tree: exp.Expression) -> Optional[exp.Null]:
+    """The first NULL that is a whole column of a SELECT list or of a VALUES row: Flink
+    (Calcite) has no type for it there and refuses the query ("Illegal use of 'NULL'");
+    a NULL whose type follows from its place (CASE, COALESCE, a comparison) is fine."""
+    def bare(node: exp.Expression) -> exp.Expression:
+        while isinstance(node, (exp.Paren, exp.Alias)):
+            node = node.this
+        return node
+
+    found = []
+    for node in tree.walk():
+        if isinstance(node, exp.Select):
+            items = node.expressions
+        elif isinstance(node, exp.Values):
+            items = [i for row in node.expressions
+                     for i in (row.expressions if isinstance(row, exp.Tuple) else [row])]
+        else:
+            continue
+        found += [bare(item) for item in items if isinstance(bare(item), exp.Null)]
+    return min(found, key=lambda n: n.meta.get("start", 0), default=None)
 
 
 def tables_named(tree: exp.Expression) -> tuple[str, ...]:
@@ -182,3 +209,11 @@ def _hint_position(text: str) -> Optional[int]:
         else:
             i += 1
     return None
+
+
+def is_proctime_call(node: Optional[exp.Expression]) -> bool:
+    """``PROCTIME()``: a select item computing it is a processing-time attribute (Flink
+    keeps ``SELECT *, PROCTIME() AS p FROM t``'s ``p`` one)."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return isinstance(node, exp.Anonymous) and node.name.upper() == "PROCTIME" and not node.expressions

@@ -99,3 +99,23 @@ def test_a_refusal_stops_the_pipeline_with_exit_2_and_its_position(spark):
     assert r.code == 2, r.err
     assert r.error_line.startswith("error (exit 2, invalid pipeline): arg 3:3:3:"), r.error_line
     assert "Flink function INET_NTOA is not supported yet" in r.error_line
+
+
+@pytest.mark.parametrize("query, column", [
+    ("SELECT NULL FROM t", 8),
+    ("SELECT a, NULL AS x FROM t", 11),
+    ("SELECT a, (NULL) AS x FROM t", 12),
+    ("SELECT x FROM (SELECT NULL AS x, a FROM t)", 23),
+    ("SELECT 1 AS z FROM t UNION ALL SELECT NULL FROM t", 39),
+    ("SELECT * FROM (VALUES (1, NULL), (2, 'a')) AS v(a, c)", 27),
+])
+def test_an_untyped_null_column_is_refused_where_it_is_written(query, column):
+    # Flink: "Illegal use of 'NULL'" — a NULL has no type as a whole column (it has one
+    # in CASE, COALESCE or a comparison, which are fine).
+    from job.errors import Origin
+    from job.sql.flink.query import parse_query
+
+    with pytest.raises(PipelineError) as caught:
+        parse_query(query, Origin("query"))
+    assert "Illegal use of 'NULL'" in caught.value.message
+    assert where(caught.value) == (1, column), caught.value.render()

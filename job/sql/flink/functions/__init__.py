@@ -36,6 +36,7 @@ from typing import Callable, NoReturn, Optional, Sequence
 
 from sqlglot import exp
 
+from job.sql.flink.typed import lambda_var, let, refuse_untyped_null  # noqa: F401 - used by the categories
 from job.sql.types import LogicalType
 
 SCALAR, AGGREGATE, WINDOW, TABLE, OPERATOR = "scalar", "aggregate", "window", "table", "operator"
@@ -237,21 +238,6 @@ class Call:
         return any(v.type.nullable for v in values)
 
 
-_names = iter(range(1, 1 << 62))
-
-
-def lambda_var(prefix: str = "v") -> str:
-    """A fresh name for a Spark lambda variable (nested lambdas must not shadow each other)."""
-    return f"_{prefix}{next(_names)}"
-
-
-def let(sql: str, body: Callable[[str], str]) -> str:
-    """``body`` of a value computed once: Spark SQL has no LET, so the value goes through a
-    one-element array and ``transform`` (``body`` gets the lambda variable's name)."""
-    v = lambda_var()
-    return f"element_at(transform(array({sql}), {v} -> {body(v)}), 1)"
-
-
 def _family(x: LogicalType, family: str) -> bool:
     return {
         "string": x.is_character,
@@ -290,8 +276,6 @@ def call(tr, node: exp.Anonymous):
             return fn.translate(Call(tr, node, fn))
         tr.refuse(node, f"{name} is not allowed here")
     if name not in NULL_ARGUMENTS:
-        from job.sql.flink.translate import refuse_untyped_null
-
         refuse_untyped_null(tr, *node.expressions)
     return fn.translate(Call(tr, node, fn))
 
@@ -308,7 +292,7 @@ NULL_ARGUMENTS = frozenset({
 
 _loaded = False
 MODULES = ("operators", "arithmetic", "string", "regexp", "encoding", "temporal", "conditional", "conversion",
-           "collection", "json", "value", "hashing", "aggregate", "other")
+           "collection", "json", "json_writing", "value", "hashing", "aggregate", "other")
 
 
 def _load() -> None:

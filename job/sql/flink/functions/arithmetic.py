@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from job.sql.flink import rules
 from job.sql.flink.functions import scalar
-from job.sql.flink.translate import Typed, arithmetic_sql, ieee_divide, wrap_integer
+from job.sql.flink.semantics import arithmetic_sql, ieee_divide
+from job.sql.flink.typed import Typed, wrap_integer
 from job.sql.types import DOUBLE_TYPE, INT_TYPE, STRING_TYPE, decimal, t
 
 CATEGORY = "arithmetic"

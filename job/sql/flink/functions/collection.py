@@ -10,7 +10,7 @@ from __future__ import annotations
 from job.sql.flink import rules
 from job.sql.flink.functions import lambda_var, scalar
 from job.sql.flink.functions.regexp import quote
-from job.sql.flink.translate import Typed
+from job.sql.flink.typed import Typed
 from job.sql.types import BOOLEAN_TYPE, INT_TYPE, STRING_TYPE, t
 
 CATEGORY = "collection"

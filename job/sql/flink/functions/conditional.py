@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from job.sql.flink import rules
 from job.sql.flink.functions import scalar
-from job.sql.flink.translate import Typed, comparison
+from job.sql.flink.semantics import comparison
+from job.sql.flink.typed import Typed
 
 CATEGORY = "conditional"
 

@@ -3,7 +3,7 @@ job.sql.flink.casts)."""
 from __future__ import annotations
 
 from job.sql.flink.functions import scalar
-from job.sql.flink.translate import Typed, spark_string
+from job.sql.flink.typed import Typed, spark_string
 from job.sql.types import STRING_TYPE
 
 CATEGORY = "conversion"

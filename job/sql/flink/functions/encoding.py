@@ -14,7 +14,7 @@ import re
 from sqlglot import exp
 
 from job.sql.flink.functions import let, scalar
-from job.sql.flink.translate import Typed, spark_string
+from job.sql.flink.typed import Typed, spark_string
 from job.sql.types import BYTES_TYPE, STRING_TYPE, t
 
 CATEGORY = "string"

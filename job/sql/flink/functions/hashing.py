@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from job.sql.flink.functions import scalar
-from job.sql.flink.translate import Typed
+from job.sql.flink.typed import Typed
 from job.sql.types import t
 
 CATEGORY = "hash"

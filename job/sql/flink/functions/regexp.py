@@ -20,7 +20,7 @@ from typing import Optional
 from sqlglot import exp
 
 from job.sql.flink.functions import scalar
-from job.sql.flink.translate import Typed, spark_string
+from job.sql.flink.typed import Typed, spark_string
 from job.sql.types import BOOLEAN_TYPE, INT_TYPE, STRING_TYPE, t
 
 CATEGORY = "string"

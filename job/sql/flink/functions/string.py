@@ -10,7 +10,7 @@ words, ASCII's first UTF-8 byte).
 from __future__ import annotations
 
 from job.sql.flink.functions import let, scalar
-from job.sql.flink.translate import Typed
+from job.sql.flink.typed import Typed
 from job.sql.types import BOOLEAN_TYPE, INT_TYPE, MAX_LENGTH, STRING_TYPE, t
 
 CATEGORY = "string"

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from job.sql.flink.casts import parse_date, parse_timestamp, truncate_fraction, zone
 from job.sql.flink.functions import scalar
-from job.sql.flink.translate import Typed, lit
+from job.sql.flink.semantics import comparison, temporal_arithmetic
+from job.sql.flink.typed import Typed, lit
 from job.sql.types import BIGINT_TYPE, BOOLEAN_TYPE, DATE_TYPE, INT_TYPE, STRING_TYPE, t, timestamp
 
 CATEGORY = "temporal"
@@ -339,7 +340,6 @@ def overlaps(tr, node) -> Typed:
     overlap when each starts no later than the other ends (both ends included)."""
     from sqlglot import exp
 
-    from job.sql.flink.translate import _temporal_arithmetic, comparison
 
     periods = []
     for side in (node.this, node.expression):
@@ -349,7 +349,7 @@ def overlaps(tr, node) -> Typed:
         if start.type.name not in ("DATE", "TIME", "TIMESTAMP", "TIMESTAMP_LTZ") and not start.type.is_null:
             tr.refuse(side.expressions[0], f"a period starts with a time point, not {start.type}")
         if end.type.is_interval:
-            end = _temporal_arithmetic(tr, "+", start, end, side)
+            end = temporal_arithmetic(tr, "+", start, end, side)
         first = comparison(tr, "<", end, start, side)
         periods.append((Typed(f"(CASE WHEN {first.sql} THEN {end.sql} ELSE {start.sql} END)", start.type),
                         Typed(f"(CASE WHEN {first.sql} THEN {start.sql} ELSE {end.sql} END)", end.type)))

@@ -1,0 +1,102 @@
+"""--dry-run / --explain name the operator every part of a query runs on — the engine's
+stateful operators (join, aggregate, rank, over, temporalJoin …), Spark's own (windowed
+aggregation, stream-stream join, explode) or a stateless step — for every feature; and
+what runs on processing time is refused by name (Nexmark q12, q13)."""
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from job.run.runner import RunOptions, run
+from tests.plan.test_event_time_plans import TABLES
+
+MORE_TABLES = TABLES + """
+CREATE TABLE tags (id INT, arr ARRAY<STRING>, ts TIMESTAMP(3), WATERMARK FOR ts AS ts)
+  WITH ('connector' = 'filesystem', 'path' = '/nonexistent/tags', 'format' = 'json');
+CREATE VIEW timed AS SELECT *, PROCTIME() AS pt FROM ships;
+"""
+
+
+def dry_run(query: str) -> tuple[int, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = run(RunOptions(statements=[MORE_TABLES, f"INSERT INTO out_rows {query}"], dry_run=True), out=out, err=err)
+    return code, out.getvalue() + err.getvalue()
+
+
+TUMBLE = "TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE))"
+
+
+@pytest.mark.parametrize("query, operators", [
+    # Top-N and deduplication
+    ("SELECT uid, CAST(id AS STRING), '' FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY uid ORDER BY amount DESC) "
+     "AS rn FROM orders) WHERE rn <= 3", ["top 3 by row_number() over (uid)", "[engine: rank;"]),
+    ("SELECT uid, CAST(id AS STRING), '' FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY uid ORDER BY ts) AS rn "
+     "FROM orders) WHERE rn = 1", ["deduplicate by row_number() over (uid) order by ts [engine: rank;"]),
+    # window table functions, their aggregations, Top-N, deduplication and joins
+    (f"SELECT uid, CAST(window_start AS STRING), CAST(COUNT(*) AS STRING) FROM {TUMBLE} "
+     "GROUP BY uid, window_start, window_end",
+     ["tumble windows on ts", "[stateless]", "tumble window aggregation on ts [Spark's windowed aggregation"]),
+    ("SELECT uid, CAST(window_start AS STRING), CAST(COUNT(*) AS STRING) FROM TABLE(HOP(TABLE orders, "
+     "DESCRIPTOR(ts), INTERVAL '1' MINUTE, INTERVAL '5' MINUTE)) GROUP BY uid, window_start, window_end",
+     ["hop window aggregation on ts [Spark's windowed aggregation"]),
+    ("SELECT uid, CAST(window_start AS STRING), CAST(COUNT(*) AS STRING) FROM TABLE(SESSION(TABLE orders "
+     "PARTITION BY uid, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY uid, window_start, window_end",
+     ["session window aggregation on ts [Spark's windowed aggregation"]),
+    ("SELECT uid, CAST(SESSION_START(ts, INTERVAL '1' MINUTE) AS STRING), CAST(COUNT(*) AS STRING) FROM orders "
+     "GROUP BY uid, SESSION(ts, INTERVAL '1' MINUTE)", ["session window aggregation on ts [Spark's windowed"]),
+    (f"SELECT uid, CAST(id AS STRING), '' FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY uid, window_start, "
+     f"window_end ORDER BY ts) AS rn FROM {TUMBLE}) WHERE rn = 1", ["window deduplication", "[engine: windowRank;"]),
+    # OVER aggregations
+    ("SELECT uid, CAST(SUM(amount) OVER (PARTITION BY uid ORDER BY ts RANGE BETWEEN INTERVAL '1' MINUTE PRECEDING "
+     "AND CURRENT ROW) AS STRING), '' FROM orders", ["over aggregation", "[engine: over, on row time"]),
+    # joins: regular, interval, temporal, lookup, UNNEST, a constant row, subqueries
+    ("SELECT o.uid, CAST(u.score AS STRING), '' FROM orders o LEFT JOIN users u ON o.uid = u.uid",
+     ["scan users: changelog source", "left join on o.uid = u.uid [engine: join; stateful"]),
+    ("SELECT o.uid, CAST(s.sid AS STRING), '' FROM orders o JOIN ships s ON o.uid = s.uid AND o.ts BETWEEN "
+     "s.sts - INTERVAL '1' MINUTE AND s.sts", ["inner interval join", "[Spark's stream-stream join"]),
+    ("SELECT o.uid, CAST(r.rate AS STRING), '' FROM orders o JOIN rates FOR SYSTEM_TIME AS OF o.ts AS r "
+     "ON o.uid = r.currency", ["inner temporal join FOR SYSTEM_TIME AS OF ts", "[engine: temporalJoin;"]),
+    ("SELECT o.uid, c.region, '' FROM orders o JOIN customers FOR SYSTEM_TIME AS OF o.p AS c ON o.uid = c.id",
+     ["inner lookup join of customers", "[engine: lookupJoin;"]),
+    ("SELECT CAST(id AS STRING), a, '' FROM tags CROSS JOIN UNNEST(arr) AS x(a)",
+     ["cross join unnest arr [stateless: Spark's explode"]),
+    ("SELECT CAST(id AS STRING), a, '' FROM tags LEFT JOIN UNNEST(arr) AS x(a) ON TRUE",
+     ["left join unnest arr [stateless: Spark's explode"]),
+    ("SELECT uid, c.x, '' FROM orders CROSS JOIN (SELECT 'k' AS x) c",
+     ["join with a constant row: adds x to every row [stateless]"]),
+    ("SELECT uid, '', '' FROM orders o WHERE EXISTS (SELECT 1 FROM users u WHERE u.uid = o.uid)",
+     ["exists subquery as a semi join", "[engine: join;"]),
+    # aggregations, DISTINCT, set operations, VALUES
+    ("SELECT uid, CAST(COUNT(*) AS STRING), '' FROM orders GROUP BY uid HAVING COUNT(*) > 2",
+     ["aggregate by (uid) computing COUNT(*) [engine: aggregate;", "filter: COUNT(*) > 2"]),
+    ("SELECT DISTINCT uid, '', '' FROM orders", ["distinct rows of (uid, EXPR$1, EXPR$2) [engine: aggregate;"]),
+    ("SELECT uid, '', '' FROM orders UNION SELECT uid, '', '' FROM ships",
+     ["union all [stateless", "distinct rows of (uid, EXPR$1, EXPR$2) [engine: aggregate;"]),
+    ("SELECT a, b, c FROM (VALUES ('x', 'y', 'z')) AS v(a, b, c)", ["VALUES (1 rows) [a bounded source"]),
+])
+def test_every_feature_names_its_operator(spark, query, operators):
+    code, text = dry_run(query)
+    assert code == 0, text
+    for operator in operators:
+        assert operator in text, text
+    steps = [line.strip() for line in text.splitlines() if line.strip().startswith("- ")]
+    assert steps and not any("_c" in step.split("[")[0] for step in steps), "internal column names shown: " + text
+
+
+@pytest.mark.parametrize("query, at, message", [
+    # Nexmark q12: a window on a PROCTIME() attribute a view computes
+    ("SELECT uid, CAST(window_start AS STRING), CAST(COUNT(*) AS STRING) FROM TABLE(TUMBLE(TABLE timed, "
+     "DESCRIPTOR(pt), INTERVAL '10' SECOND)) GROUP BY uid, window_start, window_end", "pt)",
+     "windows on processing time (PROCTIME()) are not supported yet"),
+    # Nexmark q13: a processing-time temporal join against a table that cannot be looked up
+    ("SELECT B.uid, CAST(S.rate AS STRING), '' FROM (SELECT *, PROCTIME() AS p_time FROM orders) B "
+     "JOIN rates FOR SYSTEM_TIME AS OF B.p_time AS S ON B.uid = S.currency", "B.p_time AS S",
+     "Processing-time temporal join is not supported yet"),
+])
+def test_processing_time_is_refused_by_name(spark, query, at, message):
+    code, text = dry_run(query)
+    assert code == 2, text
+    assert message in text, text
+    column = f"INSERT INTO out_rows {query}".index(at) + 1
+    assert f":1:{column}:" in text, text
