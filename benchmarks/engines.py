@@ -324,12 +324,13 @@ def first_error(log: Path) -> str:
     return "\n".join(lines[-8:])[:1500]
 
 
-def collect_rows(engine: str, sql_file: Path, out: Path, timeout: Optional[float] = None) -> dict:
+def collect_rows(engine: str, sql_file: Path, out: Path, timeout: Optional[float] = None,
+                 upsert_key: Optional[str] = None) -> dict:
     """The final rows of the file's one INSERT's query on an engine (Flink: collect(); the job:
     job.api.collect), as {"rows": [...], "changes": n} or {"error"/"refused"/"failed": "…"}."""
     log = out.with_suffix(".log")
     if engine == "flink":
-        cmd = flink_command(sql_file, collect=out)
+        cmd = flink_command(sql_file, collect=out) + (["--upsert-key", upsert_key] if upsert_key else [])
     else:
         cmd = [str(JOB_PYTHON), str(ROOT / "benchmarks" / "job_collect.py"), "--sql", str(sql_file), "--out", str(out)]
     env = engine_env()

@@ -49,6 +49,8 @@ def main() -> int:
     p.add_argument("--jar", action="append", default=[])
     p.add_argument("--conf", action="append", default=[])
     p.add_argument("--collect")
+    p.add_argument("--upsert-key", help="with --collect: the result's key columns (a,b), for a query whose "
+                   "changelog Flink emits as upserts (+U without -U)")
     a = p.parse_args()
     phase("start")
 
@@ -86,7 +88,9 @@ def main() -> int:
                     changes.append((KINDS[r.get_row_kind().name], canonical.row(r._values)))
             phase("finished")
             with open(a.collect, "w") as f:
-                json.dump({"columns": columns, "rows": canonical.final_rows(changes), "changes": len(changes)}, f,
+                names = [c[0] for c in columns]
+                key = [names.index(k.strip()) for k in a.upsert_key.split(",")] if a.upsert_key else None
+                json.dump({"columns": columns, "rows": canonical.final_rows(changes, key), "changes": len(changes)}, f,
                           default=str)
             return 0
         statement_set = env.create_statement_set()

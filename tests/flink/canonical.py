@@ -52,8 +52,21 @@ def row(values) -> tuple:
     return tuple(value(v) for v in values)
 
 
-def final_rows(changes) -> list:
-    """Apply a changelog [(kind, row)] to an empty multiset; the rows it leaves, sorted."""
+def final_rows(changes, upsert_key=None) -> list:
+    """Apply a changelog [(kind, row)] to an empty multiset; the rows it leaves, sorted.
+
+    ``upsert_key`` (column positions): the changelog is an upsert stream on that key, as
+    Flink emits one when its sink takes upserts (+U without the -U before it): each +I/+U
+    replaces the row of its key, -U/-D delete it."""
+    if upsert_key is not None:
+        table = {}
+        for kind, r in changes:
+            key = repr([r[i] for i in upsert_key])
+            if kind in ("+I", "+U"):
+                table[key] = r
+            else:
+                table.pop(key, None)
+        return sorted(table.values(), key=repr)
     counts: dict = {}
     for kind, r in changes:
         key = repr(r)
