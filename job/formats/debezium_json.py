@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from job.formats.base import CORRUPT, Decoded, Format, as_text, is_blank
 from job.formats.json import encode as json_encode
-from job.formats.json import reader_options
+from job.formats.json import convert, lenient_schema, reader_options
 from job.options import Option
 
 OPTIONS = (
@@ -35,7 +35,7 @@ def decode(value, schema, options) -> Decoded:
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType, StructField, StructType
 
-    env = envelope(schema)
+    env = envelope(lenient_schema(schema))
     text = as_text(value)
     if options.get("schema-include"):
         wrapper = StructType([StructField("payload", env), StructField(CORRUPT, StringType())])
@@ -46,9 +46,14 @@ def decode(value, schema, options) -> Decoded:
         parsed = F.from_json(text, wrapper, reader_options(options))
         change, corrupt = parsed, parsed[CORRUPT]
     op = change["op"]
-    row = F.struct(change["before"].alias("before"), change["after"].alias("after"), op.alias("op"))
+    ignore = bool(options.get("ignore-parse-errors"))
+    (before, before_error), (after, after_error) = (convert(change[side], schema, ignore) for side in ("before", "after"))
+    row = F.struct(F.when(change["before"].isNotNull(), before).alias("before"),
+                   F.when(change["after"].isNotNull(), after).alias("after"), op.alias("op"))
     error = (F.when(is_blank(text), F.lit(None))  # Kafka tombstone after a delete
               .when(corrupt.isNotNull(), F.lit("malformed Debezium JSON or a value that does not fit the declared type"))
+              .when(after_error.isNotNull(), F.concat(F.lit("'after' "), after_error))
+              .when(before_error.isNotNull(), F.concat(F.lit("'before' "), before_error))
               .when(op.isNull(), F.lit("Debezium event without 'op'"))
               .when(~op.isin(*VALID_OPS), F.concat(F.lit("unknown Debezium op '"), op, F.lit("'")))
               .when(op.isin("c", "r", "u") & change["after"].isNull(), F.lit("Debezium event without 'after'"))

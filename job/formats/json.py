@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from job.formats.base import (CORRUPT, TIMESTAMP_FORMATS, TIMESTAMP_WRITE_FORMATS, Decoded, Format,
-                              as_text, is_blank, with_corrupt_field, without_corrupt_field)
+                              as_text, is_blank, with_corrupt_field)
 from job.options import Option
 
 OPTIONS = (
@@ -22,14 +22,63 @@ def reader_options(options) -> dict:
             "timestampNTZFormat": TIMESTAMP_FORMATS[std]}
 
 
+# Flink's JSON reader (JsonToRowDataConverters) takes a number or a boolean written as a
+# string: "123" into an INT column is 123, " 1.5 " into a DOUBLE 1.5, and a BOOLEAN is true
+# for true or any casing of "true", false for anything else. Spark's reader fails such a
+# record. So these columns are read as their text and converted here with Flink's rules.
+_INTEGERS = ("byte", "short", "integer", "long")
+_INTEGER_TEXT = r"^[+-]?[0-9]+$"
+
+
+def _lenient(data_type) -> bool:
+    return data_type.typeName() in _INTEGERS + ("float", "double", "boolean") or data_type.typeName().startswith("decimal")
+
+
+def lenient_schema(schema):
+    """``schema`` with its number and boolean columns read as text (see above)."""
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    return StructType([StructField(f.name, StringType(), True) if _lenient(f.dataType) else f for f in schema.fields])
+
+
+def convert(parsed, schema, ignore_errors: bool):
+    """(the row as ``schema``, an error naming the first column whose text is no value of
+    its type, or NULL) from ``parsed``, read with :func:`lenient_schema`. With
+    ``ignore_errors`` such a column is NULL and the row has no error, as with Flink's
+    'json.ignore-parse-errors'."""
+    from pyspark.sql import functions as F
+
+    columns, errors = [], []
+    for f in schema.fields:
+        raw = parsed[f.name]
+        kind = f.dataType.typeName()
+        if not _lenient(f.dataType):
+            columns.append(raw.alias(f.name))
+            continue
+        if kind == "boolean":  # Boolean.parseBoolean: "true" in any casing, else false
+            columns.append((F.lower(raw) == F.lit("true")).alias(f.name))
+            continue
+        text = F.trim(raw)
+        value = F.when(text.rlike(_INTEGER_TEXT), text.try_cast(f.dataType)) if kind in _INTEGERS \
+            else text.try_cast(f.dataType)
+        columns.append(value.alias(f.name))
+        errors.append(F.when(raw.isNotNull() & value.isNull(),
+                             F.concat(F.lit(f"field '{f.name}': '"), F.substring(raw, 1, 50),
+                                      F.lit(f"' is no {f.dataType.simpleString().upper()} value"))))
+    error = F.coalesce(*errors) if errors and not ignore_errors else F.lit(None).cast("string")
+    return F.struct(*columns), error
+
+
 def decode(value, schema, options) -> Decoded:
     from pyspark.sql import functions as F
 
     text = as_text(value)
-    parsed = F.from_json(text, with_corrupt_field(schema), reader_options(options))
+    parsed = F.from_json(text, with_corrupt_field(lenient_schema(schema)), reader_options(options))
+    row, field_error = convert(parsed, schema, bool(options.get("ignore-parse-errors")))
     error = (F.when(is_blank(text), F.lit(None))
-              .when(parsed[CORRUPT].isNotNull(), F.lit("malformed JSON or a value that does not fit the declared type")))
-    return Decoded(without_corrupt_field(parsed, schema), error)
+              .when(parsed[CORRUPT].isNotNull(), F.lit("malformed JSON or a value that does not fit the declared type"))
+              .otherwise(field_error))
+    return Decoded(row, error)
 
 
 def encode(row, options):
