@@ -117,9 +117,20 @@ def fingerprint(program, plan) -> dict:
             "views": views,
             "columns": {short_name(t.name): [f"{c.name} {c.spark_type}" for c in t.columns]
                         for t in tables if t is not None},
-            "operators": list(plan.steps),
+            "operators": [operator_shape(step) for step in plan.steps],
         }
     return out
+
+
+def operator_shape(step: str) -> str:
+    """A plan step without its bracketed commentary ('[engine: join; stateful; …]'): what the
+    step does is the state's shape; how --explain words it may change between versions
+    without making a checkpoint incompatible."""
+    while True:  # innermost brackets first: the commentary may hold brackets of its own
+        shorter = re.sub(r"\s*\[[^\[\]]*\]", "", step)
+        if shorter == step:
+            return step.strip()
+        step = shorter
 
 
 def local_dir(checkpoint: str) -> Optional[Path]:
