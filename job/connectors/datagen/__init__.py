@@ -15,7 +15,9 @@ Each physical column has a generator: ``random`` (the default) or ``sequence``.
 * 'fields.<col>.null-rate' makes that fraction of the values NULL.
 
 Rows are produced at 'rows-per-second'; with 'number-of-rows' (or a sequence column) the
-source is bounded. Computed columns work as usual; METADATA columns do not exist here.
+source is bounded, and a pipeline reading only bounded tables runs to completion — unless
+'rows-per-second' is set: then the rows come at that rate and the pipeline runs until it is
+stopped. Computed columns work as usual; METADATA columns do not exist here.
 
 Every value is a pure function of the row's index (no random state), and the stream's
 offset is the number of rows produced plus the batch's generation time, so a micro-batch
@@ -248,7 +250,11 @@ def create_source(ctx) -> SourceStream:
     physical = {c.name: F.col(f"`{c.name}`") for c in table.physical_columns}
     control = clean_records(F.concat(F.lit("datagen row "), F.col(ROW_COLUMN).cast("string")))
     frame = table_frame(df, table, physical=physical, metadata={}, control=control)
-    return SourceStream(frame, APPEND, bounded=spec["total"] is not None)
+    # A bounded datagen ends a pipeline that reads only bounded tables (it runs to completion,
+    # every row at once) unless its rate was asked for: then its rows come at that rate and
+    # the pipeline runs until stopped (--once still generates everything at once).
+    paced = "rows-per-second" in table.options
+    return SourceStream(frame, APPEND, bounded=spec["total"] is not None and not paced)
 
 
 CONNECTOR = Connector(
