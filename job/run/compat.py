@@ -38,52 +38,48 @@ FINGERPRINT_FILE = "streamsql-plan.json"
 VERSION = 2
 
 
-def normalized_sql(sql: str) -> str:
-    """The query as sqlglot prints it back (case, spacing and comments do not matter)."""
-    from job.sql.dialect import parse_structure
+def query_tree(statement):
+    """The query of an INSERT or CREATE VIEW as the program parsed it (once, on the
+    statement); one built without it (a test's) is parsed here."""
+    parsed = getattr(statement, "parsed", None)
+    if parsed is not None:
+        return parsed.tree
+    from job.sql.flink.query import parse_query
 
-    try:
-        return parse_structure(sql).sql(comments=False)
-    except Exception:  # noqa: BLE001 - unparseable here but accepted by Spark: keep the text
-        return " ".join(sql.split())
+    return parse_query(statement.query, statement.query_origin, statement.query).tree
 
 
-def is_stateful_sql(sql: str) -> bool:
-    """True if the SQL aggregates, joins, deduplicates or uses windows: state survives batches."""
-    import sqlglot
+def normalized_sql(tree) -> str:
+    """The query as the Flink dialect prints it back (case, spacing and comments do not matter)."""
+    from job.sql.flink.dialect import DIALECT
+
+    return tree.sql(dialect=DIALECT, comments=False)
+
+
+def is_stateful_sql(tree) -> bool:
+    """True if the query aggregates, joins, deduplicates or uses windows: state survives batches."""
     from sqlglot import exp
 
-    from job.sql.dialect import parse_structure
-
-    try:
-        tree = parse_structure(sql)
-    except sqlglot.errors.ParseError:
-        return True  # unknown: the safe side
     kinds = (exp.Group, exp.AggFunc, exp.Join, exp.Distinct, exp.Window)
     return any(True for _ in tree.find_all(*kinds))
 
 
-def referenced_views(program, sql: str, seen: Optional[set] = None) -> dict[str, str]:
-    """The views a query reads (through other views), name → normalised SQL."""
+def referenced_views(program, tree, seen: Optional[set] = None) -> dict:
+    """The views a query reads (through other views), name → its parsed query."""
     from sqlglot import exp
 
     from job.catalog import short_name
-    from job.sql.dialect import parse_structure
 
     seen = set() if seen is None else seen
-    out: dict[str, str] = {}
-    try:
-        tree = parse_structure(sql)
-    except Exception:  # noqa: BLE001
-        return out
+    out: dict = {}
     for node in tree.find_all(exp.Table):
         name = short_name(node.name).lower()
         view = program.catalog.view(name)
         if view is None or name in seen:
             continue
         seen.add(name)
-        out[name] = normalized_sql(view.query)
-        out.update(referenced_views(program, view.query, seen))
+        out[name] = query_tree(view)
+        out.update(referenced_views(program, out[name], seen))
     return out
 
 
@@ -101,8 +97,9 @@ def fingerprint(program, plan) -> dict:
     insert = program.inserts[plan.insert_index]
     reads = sorted(program.reads.get(plan.insert_index, set()))
     tables = [program.catalog.table(n) for n in reads]
-    views = referenced_views(program, insert.query)
-    stateful = plan.engine == "changelog" or any(is_stateful_sql(q) for q in [insert.query, *views.values()])
+    tree = query_tree(insert)
+    views = referenced_views(program, tree)
+    stateful = plan.engine == "changelog" or any(is_stateful_sql(t) for t in [tree, *views.values()])
     out = {
         "version": VERSION,
         "query": plan.name,
@@ -113,8 +110,8 @@ def fingerprint(program, plan) -> dict:
     if stateful:
         out["state"] = {
             "engine": plan.engine,
-            "sql": normalized_sql(insert.query),
-            "views": views,
+            "sql": normalized_sql(tree),
+            "views": {name: normalized_sql(view) for name, view in views.items()},
             "columns": {short_name(t.name): [f"{c.name} {c.spark_type}" for c in t.columns]
                         for t in tables if t is not None},
             "operators": [operator_shape(step) for step in plan.steps],

@@ -44,11 +44,18 @@ def test_differences_name_what_changed():
     assert compat.differences(stateless, {**stateless, "sql": "anything"}) == []
 
 
+def _tree(sql: str):
+    from job.errors import Origin
+    from job.sql.flink.query import parse_query
+
+    return parse_query(sql, Origin("query"), sql).tree
+
+
 def test_normalized_sql_ignores_case_spacing_and_comments():
-    a = compat.normalized_sql("SELECT a, COUNT(*) FROM t -- c\n GROUP BY a")
-    assert a == compat.normalized_sql("select  a,\n count(*)  from t group by a")
-    assert compat.is_stateful_sql("SELECT a FROM t JOIN u ON t.k = u.k")
-    assert not compat.is_stateful_sql("SELECT UPPER(a) FROM t WHERE b > 2")
+    a = compat.normalized_sql(_tree("SELECT a, COUNT(*) FROM t -- c\n GROUP BY a"))
+    assert a == compat.normalized_sql(_tree("select  a,\n count(*)  from t group by a"))
+    assert compat.is_stateful_sql(_tree("SELECT a FROM t JOIN u ON t.k = u.k"))
+    assert not compat.is_stateful_sql(_tree("SELECT UPPER(a) FROM t WHERE b > 2"))
 
 
 @pytest.mark.parametrize("conf, expected", [
