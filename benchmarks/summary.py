@@ -163,10 +163,13 @@ def one_line(text: str | None, limit: int = 160) -> str:
 
 
 def nexmark_table(records: list[dict], variant=None) -> list[str]:
-    latest: dict = {}
+    latest: dict = {}   # the newest result of each query
+    timed: dict = {}    # the newest one with both engines timed
     for r in records:
         if r.get("variant") == variant:
             latest[r["query"]] = r
+            if any((r.get(e) or {}).get("timed") for e in ("flink", "job")):
+                timed[r["query"]] = r
     rows = ["| query | events | runs on the job | same result as Flink | Flink events/s | job events/s | load avg | when |",
             "|---|---|---|---|---|---|---|---|"]
     for q in sorted(latest, key=lambda q: int(q[1:]) if q[1:].isdigit() else 99):
@@ -189,10 +192,13 @@ def nexmark_table(records: list[dict], variant=None) -> list[str]:
         else:
             same = "yes" if r["same_result"] else (f"**no** ({r['diff']['only_first']} rows only Flink's, "
                                                     f"{r['diff']['only_second']} only the job's)")
-        timed = [x.get("timed", {}) for x in (flink, job)]
-        load = next((t["load_before"][0] for t in timed if t.get("load_before")), None)
-        rows.append(f"| {q} | {r['events']:,} | {runs} | {same} | {fmt(timed[0].get('events_per_s'))} "
-                    f"| {fmt(timed[1].get('events_per_s'))} | {fmt(load, 1) if load is not None else '–'} | {r['when'][:10]} |")
+        t = timed.get(q, r)
+        if t is not r and r.get("note"):  # compared again after the timed round: say how
+            same += f" ({one_line(r['note'], 200)})"
+        figures = [x.get("timed", {}) for x in (t.get("flink", {}), t.get("job", {}))]
+        load = next((f["load_before"][0] for f in figures if f.get("load_before")), None)
+        rows.append(f"| {q} | {r['events']:,} | {runs} | {same} | {fmt(figures[0].get('events_per_s'))} "
+                    f"| {fmt(figures[1].get('events_per_s'))} | {fmt(load, 1) if load is not None else '–'} | {r['when'][:10]} |")
     return rows if len(rows) > 2 else ["No Nexmark runs recorded yet."]
 
 
