@@ -39,6 +39,7 @@ scripts/flink.sh install && scripts/kafka.sh start --name bench --port 19192
 .venv/bin/python benchmarks/throughput.py --query join --source files --per-table 500000 --check
 .venv/bin/python benchmarks/latency_engines.py --query count --rate 1000 --seconds 60
 scripts/nexmark.sh install && scripts/nexmark.sh queries --from DIR
+.venv/bin/python benchmarks/state_scale.py --keys 2000000 --batches 20
 .venv/bin/python benchmarks/nexmark.py run --events 1000000
 .venv/bin/python benchmarks/summary.py
 ```
@@ -202,6 +203,22 @@ def nexmark_table(records: list[dict], variant=None) -> list[str]:
     return rows if len(rows) > 2 else ["No Nexmark runs recorded yet."]
 
 
+def state_table(records: list[dict]) -> list[str]:
+    """The newest state-scale run per number of keys."""
+    latest = {r["keys"]: r for r in records}
+    rows = ["| keys in state | fill: s (batches) | small batch: events | median ms | max ms | checkpoint bytes per "
+            "batch (median) | snapshots, MB | peak RSS MB | load avg | when |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+    for keys in sorted(latest):
+        r = latest[keys]
+        load = (r.get("load_before") or [None])[0]
+        rows.append(f"| {keys:,} | {fmt(r.get('fill_s'), 1)} ({r.get('fill_batches')}) | {r.get('events_per_batch')} "
+                    f"| {fmt(r.get('small_ms_p50'))} | {fmt(r.get('small_ms_max'))} | {fmt(r.get('checkpoint_bytes_p50'))} "
+                    f"| {fmt((r.get('snapshot_bytes_total') or 0) / 1e6, 1)} | {fmt(r.get('peak_rss_mb'))} "
+                    f"| {fmt(load, 1) if load is not None else '–'} | {r['when'][:10]} |")
+    return rows if len(rows) > 2 else ["No state-scale runs recorded yet."]
+
+
 def build(results: Path) -> str:
     parts = [INTRO,
              "## Throughput (whole processes, interleaved pairs)\n",
@@ -220,6 +237,13 @@ def build(results: Path) -> str:
              "that first shows it (2 partitions, 100k keys). CPU ms/event: the engine's whole process tree "
              "over the measured window.\n",
              "\n".join(latency_table(read_jsonl(results / "latency_engines.jsonl"))),
+             "\n## State that scales\n",
+             "The job alone (`benchmarks/state_scale.py`): a count per key fills the state with one file of "
+             "one event per key, then files of a few events each become micro-batches of their own. Per small "
+             "batch: its duration (Spark's triggerExecution) and the bytes of the state store files of its "
+             "version (with RocksDB changelog checkpointing, the batch's changes); snapshots of the whole "
+             "state are uploaded in the background. Default memory settings.\n",
+             "\n".join(state_table(read_jsonl(results / "state_scale.jsonl"))),
              "\n## Nexmark\n",
              "Flink's Nexmark queries, unchanged but for connector options, over the `nexmark` crate's events "
              "(see `benchmarks/nexmark.py`). events/s: all generated events ÷ the whole process's wall time "
