@@ -18,6 +18,17 @@ def explain_lines(program: Program, plans: list, checkpoint_dir: str) -> list[st
     for plan in plans:
         lines.append(f"  query {plan.name}: INSERT INTO {plan.sink_table} — {plan.engine} engine, sink fed as {plan.sink_mode}, "
                      f"checkpoint {plan.checkpoint}")
+        lines += [f"      {line}" for line in formatted_sql(program.inserts[plan.insert_index].query)]
         lines += [f"    - {s}" for s in plan.steps]
         lines += [f"    - dead letters → {name} (checkpoint {cp})" for name, _w, cp in plan.dead_letters]
     return lines
+
+
+def formatted_sql(sql: str) -> list[str]:
+    """The query laid out one clause per line, keywords upper-cased (sqlparse), so a long
+    one-line SELECT reads in the plan as it would in an editor. Layout only: the text is
+    the user's, what runs is the plan's steps."""
+    import sqlparse
+
+    text = sqlparse.format(sql.strip(), reindent=True, keyword_case="upper", strip_comments=True)
+    return [line.rstrip() for line in text.splitlines() if line.strip()]
