@@ -219,6 +219,17 @@ def state_table(records: list[dict]) -> list[str]:
     return rows if len(rows) > 2 else ["No state-scale runs recorded yet."]
 
 
+def idle_table(records: list[dict]) -> list[str]:
+    """The newest idle run of each engine."""
+    latest = {r["engine"]: r for r in records}
+    rows = ["| engine | CPU s over the window | share of one core | load avg | when |", "|---|---|---|---|---|"]
+    for engine in sorted(latest):
+        r = latest[engine]
+        rows.append(f"| {engine} | {r['cpu_s']} in {fmt(r['seconds'])} s | {r['cpu_share']:.1%} "
+                    f"| {fmt(r['load'][0], 1)} | {r['when'][:10]} |")
+    return rows if len(rows) > 2 else ["No idle runs recorded yet."]
+
+
 def build(results: Path) -> str:
     parts = [INTRO,
              "## Throughput (whole processes, interleaved pairs)\n",
@@ -237,6 +248,10 @@ def build(results: Path) -> str:
              "that first shows it (2 partitions, 100k keys). CPU ms/event: the engine's whole process tree "
              "over the measured window.\n",
              "\n".join(latency_table(read_jsonl(results / "latency_engines.jsonl"))),
+             "\n## An idle pipeline\n",
+             "The seed count over an empty upsert-kafka topic, each engine a whole process, CPU of its process "
+             "tree after start-up (`benchmarks/idle.py`).\n",
+             "\n".join(idle_table(read_jsonl(results / "idle.jsonl"))),
              "\n## State that scales\n",
              "The job alone (`benchmarks/state_scale.py`): a count per key fills the state with one file of "
              "one event per key, then files of a few events each become micro-batches of their own. Per small "
