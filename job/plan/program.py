@@ -48,6 +48,8 @@ def declare(statements, conf=None) -> tuple[Catalog, dict[str, str], list[Insert
             if statement is None:  # statement-set markers
                 continue
             if isinstance(statement, CreateTable):
+                if statement.like is not None:  # LIKE: merged with the base table declared before
+                    statement = statement.like.merge(catalog.lookup(statement.like.table))
                 catalog.add_table(statement)
             elif isinstance(statement, CreateView):
                 catalog.add_view(statement)

@@ -28,7 +28,7 @@ from typing import Optional
 from job.errors import Origin
 from job.sql.clauses import (expression, if_not_exists, name_list, optional_comment,  # noqa: F401 - re-exported
                              qualified_name, span)
-from job.sql.statements import Column, CreateTable, StatementText, Watermark
+from job.sql.statements import Column, CreateTable, LikeClause, StatementText, Watermark
 from job.sql.tokens import DSTRING, IDENT, NUMBER, QUOTED, STRING, Token, TokenStream, describe
 from job.sql.types import parse_type
 from job.sql.watermarks import watermark_delay
@@ -54,6 +54,11 @@ class _Table:
         self.watermark: Optional[tuple[Watermark, Token]] = None
         self.options: dict[str, str] = {}
         self.option_origins: dict[str, Origin] = {}
+        self.option_tokens: dict[str, Token] = {}
+        # What a LIKE clause takes from the base table, already checked there.
+        self.base_primary_key: tuple[str, ...] = ()
+        self.base_watermark: Optional[Watermark] = None
+        self.partitions: tuple[str, ...] = ()
 
 
 def parse_create_table(ts: TokenStream, st: StatementText, temporary: bool) -> CreateTable:
@@ -61,47 +66,181 @@ def parse_create_table(ts: TokenStream, st: StatementText, temporary: bool) -> C
     ts.expect("TABLE")
     exists = if_not_exists(ts)
     name, _ = qualified_name(ts, "a table name")
-    if ts.at("LIKE"):
-        raise ts.error("CREATE TABLE … LIKE is not supported", ts.peek(), hint="declare the columns explicitly.")
-    ts.expect(
-        "(", what="'(' and the column list",
-        hint="CREATE TABLE … AS SELECT is not supported: declare the columns, then INSERT INTO.",
-    )
-    table = _Table()
-    while True:
-        _element(ts, table)
-        if ts.accept(","):
-            continue
-        ts.expect(")", what="',' or ')'")
-        break
+    after_name = ts.peek()
+    table = declared = _Table()
+    if ts.accept("("):
+        while True:
+            _element(ts, table)
+            if ts.accept(","):
+                continue
+            ts.expect(")", what="',' or ')'")
+            break
+    elif not any(ts.at(word) for word in ("WITH", "LIKE", "PARTITIONED", "COMMENT")):
+        raise _no_column_list(ts, after_name)
     optional_comment(ts)  # a table comment has nowhere to go in Spark; accepted and dropped
     partitioned_by: list[Token] = []
     if ts.accept("PARTITIONED"):
         ts.expect("BY")
         partitioned_by = name_list(ts, "a partition column")
-    if ts.at_end():
-        raise ts.error("missing WITH clause", ts.peek(), hint=WITH_HINT)
-    ts.expect("WITH", hint=WITH_HINT)
-    _options(ts, table)
-    if ts.at("LIKE"):
-        raise ts.error("CREATE TABLE … LIKE is not supported", ts.peek(), hint="declare the columns explicitly.")
-    ts.expect_end("the WITH clause")
+    if ts.accept("WITH"):
+        _options(ts, table)
+    elif not ts.at("LIKE"):
+        if ts.at_end():
+            raise ts.error("missing WITH clause", ts.peek(), hint=WITH_HINT)
+        ts.expect("WITH", hint=WITH_HINT)
+    like_token = ts.accept("LIKE")
+    if not like_token and not table.columns:  # only a derived table may leave the columns out
+        raise _no_column_list(ts, after_name)
+    base_token, base_name, strategies = _like_clause(ts) if like_token else (None, "", {})
+    ts.expect_end("the LIKE clause" if like_token else "the WITH clause")
 
-    primary_key = _check_primary_key(ts, table)
-    watermark = _check_watermark(ts, table)
-    partitions = tuple(_resolve(ts, table, t, "PARTITIONED BY").name for t in partitioned_by)
-    return CreateTable(
-        name=name,
-        columns=tuple(table.columns),
-        options=table.options,
-        primary_key=primary_key,
-        watermark=watermark,
-        partitioned_by=partitions,
-        temporary=temporary,
-        if_not_exists=exists,
-        source=st,
-        option_origins=table.option_origins,
-    )
+    def finish(base: Optional[CreateTable] = None) -> CreateTable:
+        table = _merge_base(ts, declared, base, strategies, partitioned_by) if base is not None else declared
+        primary_key = _check_primary_key(ts, table)
+        watermark = _check_watermark(ts, table)
+        partitions = table.partitions or tuple(_resolve(ts, table, t, "PARTITIONED BY").name for t in partitioned_by)
+        return CreateTable(name=name, columns=tuple(table.columns), options=table.options, primary_key=primary_key,
+                           watermark=watermark, partitioned_by=partitions, temporary=temporary, if_not_exists=exists,
+                           source=st, option_origins=table.option_origins)
+
+    if base_token is None:
+        return finish()
+
+    def merge(base) -> CreateTable:
+        """``base``: what the catalog holds under the LIKE clause's name, or None."""
+        if not isinstance(base, CreateTable):
+            problem = "can not be a VIEW" if base is not None else "was not found: declare it before this statement"
+            raise ts.error(f"source table '{base_name}' of the LIKE clause {problem}", base_token)
+        return finish(base)
+
+    # Incomplete until merged: the columns, options and keys declared here only.
+    return CreateTable(name=name, columns=tuple(table.columns), options=table.options, temporary=temporary,
+                       if_not_exists=exists, source=st, option_origins=table.option_origins,
+                       like=LikeClause(base_name, ts.origin_at(base_token.start), strategies, merge))
+
+
+def _merge_base(ts: TokenStream, declared: _Table, base: CreateTable, strategies: dict[str, str],
+                partitioned_by: list[Token]) -> _Table:
+    """The base table's parts that ``strategies`` include, then the declared ones: Flink's
+    MergeTableLikeUtil, with its errors at the declared part's position."""
+    table = _Table()
+    for column in base.columns:
+        if column.is_physical or strategies[_FEATURE_OF[column.kind]] != "EXCLUDING":
+            table.columns.append(column)
+    by_name = {c.name.lower(): i for i, c in enumerate(table.columns)}
+    for column in declared.columns:
+        token = declared.column_tokens[column.name.lower()]
+        at = by_name.get(column.name.lower())
+        if at is None:
+            by_name[column.name.lower()] = len(table.columns)
+            table.columns.append(column)
+            continue
+        existing = table.columns[at]
+        if column.is_physical or existing.kind != column.kind:
+            kinds = {"computed": "computed columns", "metadata": "metadata columns"}
+            only = f"; {kinds[column.kind]} can only overwrite other {kinds[column.kind]}" if not column.is_physical else ""
+            raise ts.error(f"a column named '{column.name}' already exists in the base table{only}", token)
+        feature = _FEATURE_OF[column.kind]
+        if strategies[feature] != "OVERWRITING":
+            raise ts.error(f"a {'generated' if feature == 'GENERATED' else 'metadata'} column named '{column.name}' "
+                           "already exists in the base table", token,
+                           hint=f"specify EXCLUDING {feature} or OVERWRITING {feature} in the LIKE clause.")
+        table.columns[at] = column  # in the base column's place, as Flink's merge keeps it
+    table.column_tokens = dict(declared.column_tokens)
+
+    table.watermark = declared.watermark
+    if base.watermark is not None and strategies["WATERMARKS"] != "EXCLUDING":
+        if declared.watermark is None:
+            table.base_watermark = base.watermark
+        elif strategies["WATERMARKS"] != "OVERWRITING":
+            _, token = declared.watermark
+            same = token.value.lower() == base.watermark.column.lower()
+            raise ts.error(f"there already exists a watermark spec for column '{base.watermark.column}' in the base table"
+                           if same else "a table can have only one WATERMARK", token,
+                           hint="specify EXCLUDING WATERMARKS or OVERWRITING WATERMARKS in the LIKE clause.")
+
+    table.primary_key = declared.primary_key
+    if base.primary_key and strategies["CONSTRAINTS"] == "INCLUDING":
+        if declared.primary_key is not None:
+            raise ts.error("the base table already has a primary key", declared.primary_key[0],
+                           hint="specify EXCLUDING CONSTRAINTS in the LIKE clause.")
+        table.base_primary_key = base.primary_key
+
+    if base.partitioned_by and strategies["PARTITIONS"] == "INCLUDING":
+        if partitioned_by:
+            raise ts.error("the base table already has partitions defined", partitioned_by[0],
+                           hint="specify EXCLUDING PARTITIONS in the LIKE clause.")
+        table.partitions = base.partitioned_by
+
+    if strategies["OPTIONS"] != "EXCLUDING":
+        for key, value in base.options.items():
+            if key in declared.options and strategies["OPTIONS"] == "INCLUDING":
+                error = ts.error(f"there already exists an option '{key}' in the base table", declared.option_tokens[key],
+                                 hint="specify EXCLUDING OPTIONS or OVERWRITING OPTIONS in the LIKE clause.")
+                error.option = key
+                raise error
+            table.options.setdefault(key, value)
+            if key in base.option_origins:
+                table.option_origins.setdefault(key, base.option_origins[key])
+    for key, value in declared.options.items():  # the declared ones win (OVERWRITING)
+        table.options[key] = value
+        table.option_origins[key] = declared.option_origins[key]
+    return table
+
+
+_FEATURE_OF = {"computed": "GENERATED", "metadata": "METADATA"}
+
+
+def _no_column_list(ts: TokenStream, token: Token):
+    return ts.expected("'(' and the column list", token,
+                       hint="CREATE TABLE … AS SELECT is not supported: declare the columns, then INSERT INTO.")
+
+
+# --------------------------------------------------------------------------- LIKE
+
+# Flink's LIKE features and what each merge strategy may be given to (SqlTableLike).
+_LIKE_FEATURES = ("ALL", "CONSTRAINTS", "DISTRIBUTION", "GENERATED", "METADATA", "OPTIONS", "PARTITIONS", "WATERMARKS")
+_NOT_OVERWRITABLE = ("ALL", "CONSTRAINTS", "DISTRIBUTION", "PARTITIONS")
+# Without options Flink merges INCLUDING ALL OVERWRITING OPTIONS (MergeTableLikeUtil).
+_LIKE_DEFAULTS = {f: "INCLUDING" for f in _LIKE_FEATURES if f != "ALL"} | {"OPTIONS": "OVERWRITING"}
+
+
+def _like_clause(ts: TokenStream) -> tuple[Token, str, dict[str, str]]:
+    """``base [( {INCLUDING|EXCLUDING|OVERWRITING} feature … )]`` after ``LIKE``: the base
+    table's name token and name, and feature → strategy with ALL applied first and the
+    named features over it, as Flink computes them."""
+    base_token = ts.peek()
+    base_name, _ = qualified_name(ts, "the LIKE clause's source table")
+    given: list[tuple[str, str]] = []
+    if ts.accept("("):
+        seen: set[str] = set()
+        while True:
+            strategy = ts.peek()
+            if not strategy.is_keyword("INCLUDING", "EXCLUDING", "OVERWRITING"):
+                raise ts.expected("INCLUDING, EXCLUDING or OVERWRITING", strategy)
+            ts.next()
+            feature = ts.peek()
+            if not feature.is_keyword(*_LIKE_FEATURES):
+                raise ts.expected("one of " + ", ".join(_LIKE_FEATURES), feature)
+            ts.next()
+            f, how = feature.value.upper(), strategy.value.upper()
+            if how == "OVERWRITING" and f in _NOT_OVERWRITABLE:
+                raise ts.error(f"illegal merging strategy '{how}' for '{f}' option", strategy)
+            if f in seen:
+                raise ts.error("each like option feature can be declared only once", feature)
+            seen.add(f)
+            given.append((f, how))
+            if not ts.accept(","):
+                if ts.peek().is_keyword("INCLUDING", "EXCLUDING", "OVERWRITING"):
+                    continue  # Flink separates the options by blanks, not commas
+                ts.expect(")", what="')' after the LIKE options")
+                break
+    strategies = dict(_LIKE_DEFAULTS)
+    for f, how in given:
+        if f == "ALL":
+            strategies = {feature: how for feature in strategies}
+    strategies.update({f: how for f, how in given if f != "ALL"})
+    return base_token, base_name, strategies
 
 
 def _element(ts: TokenStream, table: _Table) -> None:
@@ -220,6 +359,7 @@ def _options(ts: TokenStream, table: _Table) -> None:
         value = _literal(ts, f"a value for option '{key.value}'", "option values", option=key.value)
         table.options[key.value] = value.value
         table.option_origins[key.value] = ts.origin_at(key.start)
+        table.option_tokens[key.value] = key
         if not ts.accept(","):
             ts.expect(")", what="',' or ')' in the WITH options")
             return
@@ -254,7 +394,7 @@ def _resolve(ts: TokenStream, table: _Table, token: Token, role: str) -> Column:
 def _check_primary_key(ts: TokenStream, table: _Table) -> tuple[str, ...]:
     """Resolve the key. Key columns must be physical, and Flink makes them NOT NULL."""
     if table.primary_key is None:
-        return ()
+        return table.base_primary_key
     names = []
     for token in table.primary_key:
         column = _resolve(ts, table, token, "PRIMARY KEY")
@@ -270,7 +410,7 @@ def _check_primary_key(ts: TokenStream, table: _Table) -> tuple[str, ...]:
 
 def _check_watermark(ts: TokenStream, table: _Table) -> Optional[Watermark]:
     if table.watermark is None:
-        return None
+        return table.base_watermark
     watermark, token = table.watermark
     column = _resolve(ts, table, token, "WATERMARK")
     # A computed column's type is unknown until Spark analyses it; the planner checks it.

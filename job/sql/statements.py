@@ -6,7 +6,7 @@ SparkSession, so ``--dry-run`` errors come fast and tests run without a JVM.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Callable, Mapping, Optional, Union
 
 from job.errors import Origin
 
@@ -75,6 +75,8 @@ class CreateTable:
     source: Optional[StatementText] = None
     # Where each option's key was written, for errors that name an option.
     option_origins: Mapping[str, Origin] = field(default_factory=dict, compare=False)
+    # ``LIKE base (…)``: the table is only complete once merged with its base table.
+    like: Optional["LikeClause"] = field(default=None, compare=False, repr=False)
 
     def column(self, name: str) -> Optional[Column]:
         for c in self.columns:
@@ -85,6 +87,21 @@ class CreateTable:
     @property
     def physical_columns(self) -> tuple[Column, ...]:
         return tuple(c for c in self.columns if c.is_physical)
+
+
+@dataclass(frozen=True)
+class LikeClause:
+    """``CREATE TABLE … LIKE base (INCLUDING ALL …)``, waiting for its base table.
+
+    Parsing needs no catalog, so the statement is parsed on its own and the merge is left
+    to the one who knows the tables declared before it: ``merge(base)`` returns the
+    complete table (or raises at the user's line:column, as Flink's merge would).
+    """
+
+    table: str                                        # the base table's name as written
+    origin: Origin                                    # where the base table's name is
+    strategies: Mapping[str, str]                     # feature → INCLUDING/EXCLUDING/OVERWRITING
+    merge: Callable[["CreateTable"], "CreateTable"] = field(compare=False, repr=False)
 
 
 @dataclass(frozen=True)

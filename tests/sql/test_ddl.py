@@ -429,12 +429,25 @@ def test_partition_columns_must_exist_and_be_unique():
     assert_error(text, 2, 21, "column 'DT' is listed twice", "DT")
 
 
-def test_like_is_unsupported():
-    assert_error("CREATE TABLE t (a INT) WITH ('k'='v') LIKE base", 1, 39,
-                 "CREATE TABLE … LIKE is not supported", "LIKE")
-    assert_error("CREATE TABLE t LIKE base", 1, 16, "CREATE TABLE … LIKE is not supported", "LIKE")
+def test_like_parses_the_base_name_and_flinks_merge_strategies():
+    derived = table("CREATE TABLE t (a INT) WITH ('k'='v') LIKE base (EXCLUDING ALL INCLUDING GENERATED OVERWRITING OPTIONS)")
+    assert derived.like.table == "base"
+    assert derived.like.strategies == {"CONSTRAINTS": "EXCLUDING", "DISTRIBUTION": "EXCLUDING", "GENERATED": "INCLUDING",
+                                       "METADATA": "EXCLUDING", "OPTIONS": "OVERWRITING", "PARTITIONS": "EXCLUDING",
+                                       "WATERMARKS": "EXCLUDING"}
+    # Flink's default: INCLUDING ALL OVERWRITING OPTIONS; INCLUDING ALL makes options INCLUDING too
+    assert table("CREATE TABLE t LIKE base").like.strategies["OPTIONS"] == "OVERWRITING"
+    assert table("CREATE TABLE t LIKE base (INCLUDING ALL)").like.strategies["OPTIONS"] == "INCLUDING"
 
 
+@pytest.mark.parametrize("text, column, message, token", [
+    ("CREATE TABLE t LIKE base (OVERWRITING ALL)", 27, "illegal merging strategy 'OVERWRITING' for 'ALL' option", "OVERWRITING"),
+    ("CREATE TABLE t LIKE base (INCLUDING OPTIONS, EXCLUDING OPTIONS)", 56, "declared only once", "OPTIONS"),
+    ("CREATE TABLE t LIKE base (KEEPING ALL)", 27, "expected INCLUDING, EXCLUDING or OVERWRITING", "KEEPING"),
+    ("CREATE TABLE t WITH ('k'='v')", 16, "expected '(' and the column list", "WITH"),
+])
+def test_like_clause_errors(text, column, message, token):
+    assert_error(text, 1, column, message, token)
 def test_create_table_as_select_is_unsupported():
     err = assert_error("CREATE TABLE t WITH ('k'='v') AS SELECT 1", 1, 16,
                        "expected '(' and the column list but found 'WITH'", "WITH")
