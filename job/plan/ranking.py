@@ -193,11 +193,11 @@ def top_n(planner, inner: exp.Select, position: int, window: exp.Window, alias: 
 
 
 def plan_order_limit(planner, rel: Rel, node: exp.Select) -> Rel:
+    """``ORDER BY … LIMIT n [OFFSET m]``: Flink plans it as a Top-N over the whole result
+    (rows m+1 … m+n by ROW_NUMBER in that order, without the rank column)."""
     order = node.args.get("order")
     limit = node.args.get("limit")
     offset = node.args.get("offset")
-    if offset is not None:
-        raise planner.error(offset, "OFFSET is not supported in a streaming query")
     if order is not None and limit is None:
         first = order.expressions[0]
         field = None
@@ -213,7 +213,56 @@ def plan_order_limit(planner, rel: Rel, node: exp.Select) -> Rel:
         raise planner.error(order, "Sort on a non-time-attribute field is not supported: a streaming query can only "
                                    "be sorted by a time attribute ascending, or ranked with ORDER BY … LIMIT N",
                             hint="add LIMIT N to keep the first N rows in that order (Flink's Top-N)")
+    if limit is None:
+        raise planner.error(offset, "OFFSET needs ORDER BY … LIMIT in a streaming query")
     n = _int_literal(limit.expression if isinstance(limit, exp.Limit) else limit.args.get("count"))
     if n is None:
         raise planner.error(limit, "LIMIT needs a whole number")
-    raise planner.error(limit, "ORDER BY … LIMIT is not supported yet", hint=TOPN_HINT)
+    if order is None:
+        raise planner.error(limit, "LIMIT without ORDER BY is not supported yet",
+                            hint="give the order: ORDER BY … LIMIT N (Flink's Top-N)")
+    skip = 0
+    if offset is not None:
+        skip = _int_literal(offset.expression if isinstance(offset, exp.Offset) else offset)
+        if skip is None:
+            raise planner.error(offset, "OFFSET needs a whole number")
+    return _sorted_limit(planner, rel, order, skip + 1, skip + n)
+
+
+def _order_field(planner, rel: Rel, ordered: exp.Ordered) -> Field:
+    """The result column an ORDER BY item names: by position, or by its name or alias."""
+    key = ordered.this
+    position = _int_literal(key)
+    if position is not None:
+        if not 1 <= position <= len(rel.fields):
+            raise planner.error(key, f"ORDER BY position {position} is not in the select list (1..{len(rel.fields)})")
+        return rel.fields[position - 1]
+    if isinstance(key, exp.Column) and not isinstance(key.this, exp.Star):
+        named = [f for f in rel.fields if f.name.lower() == key.name.lower()]
+        if len(named) == 1:
+            return named[0]
+    raise planner.error(key, "ORDER BY … LIMIT on something the query does not select is not supported yet",
+                        hint="add it to the select list, or order by a selected column's name or position")
+
+
+def _sorted_limit(planner, rel: Rel, order: exp.Order, lower: int, upper: int) -> Rel:
+    from pyspark.sql import functions as F
+
+    from job.plan.event_time import without_event_time
+
+    rel = planner.settle(rel)
+    fields = [_order_field(planner, rel, o) for o in order.expressions]
+    descending = [bool(o.args.get("desc")) for o in order.expressions]
+    for o, d in zip(order.expressions, descending):
+        nulls_first = o.args.get("nulls_first")
+        if nulls_first is not None and bool(nulls_first) != (not d):  # Flink: NULLs first ascending
+            raise planner.error(o, "NULLS FIRST / NULLS LAST against Flink's default order is not supported yet")
+    sort = [{"column": f.col, "descending": d, "nulls_first": not d} for f, d in zip(fields, descending)]
+    newest_first = fields[-1].time == "proctime" and descending[-1]
+    ranked = engine.rank(planner, without_event_time(planner.signed(rel)), [], [f.col for f in rel.fields], sort,
+                         "row_number", lower, upper, rel.append_only, False, newest_first)
+    what = f"rows {lower}..{upper}" if lower > 1 else f"the first {upper} rows"
+    step = (f"keep {what} ordered by {', '.join(planner.current.flink_sql(o) for o in order.expressions)} "
+            "[engine: rank; stateful; retracts a row when it leaves the range]")
+    out = ranked.select(*[F.col(f"`{f.col}`") for f in rel.fields], F.col(SIGN))
+    return Rel(out, list(rel.fields), False, rel.unique_key, rel.steps + [step], computed=rel.computed)

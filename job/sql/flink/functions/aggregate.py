@@ -36,7 +36,20 @@ aggregate("FIRST_VALUE", CATEGORY, "FIRST_VALUE(expression)", "The first non-NUL
 aggregate("LAST_VALUE", CATEGORY, "LAST_VALUE(expression)", "The last non-NULL value to arrive.",
           result=_same, engine="last_value")
 
-for _name in ("STDDEV_POP", "STDDEV_SAMP", "VAR_POP", "VAR_SAMP", "COLLECT", "VARIANCE", "NTILE", "CUME_DIST",
+_STATISTICS = {
+    "STDDEV_POP": "The population standard deviation of the non-NULL values",
+    "STDDEV_SAMP": "The sample standard deviation of the non-NULL values (NULL for one value)",
+    "VAR_POP": "The population variance of the non-NULL values",
+    "VAR_SAMP": "The sample variance of the non-NULL values (NULL for one value)",
+}
+for _name, _what in _STATISTICS.items():
+    aggregate(_name, CATEGORY, f"{_name}([ ALL | DISTINCT ] expression)",
+              _what + ", computed from SUM and COUNT as Flink does, in AVG's result type: an INT column's is an "
+              "INT (truncated), DECIMAL(p, s)'s a DECIMAL(38, max(6, s)).",
+              result=lambda types: rules.avg_type(types[0]), engine="statistic",
+              aliases=("VARIANCE",) if _name == "VAR_SAMP" else ())
+
+for _name in ("COLLECT", "NTILE", "CUME_DIST",
               "PERCENT_RANK", "ARRAY_AGG", "SINGLE_VALUE", "BIT_AND", "BIT_OR", "BIT_XOR", "ANY_VALUE", "PERCENTILE"):
     not_supported(_name, CATEGORY, kind=AGGREGATE)
 not_supported("LEAD", CATEGORY, "LEAD(expression [, offset] [, default])",

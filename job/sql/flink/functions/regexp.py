@@ -166,12 +166,13 @@ def regexp_replace(call):
     return Typed(_guarded(call, s.sql, r.sql, value), STRING_TYPE.nullable_as(True))
 
 
-def _constant_group(call, name: str):
-    """(group index, exists) of a call with a constant pattern and group index. Spark
-    fails on a group the pattern lacks, and gives '' for a group that took no part in a
-    match where Flink gives NULL: with constants both are settled here."""
+def _constant_group(call, name: str, default: int):
+    """(group index, exists) of a call with a constant pattern and group index (``default``
+    when the call gives none). Spark fails on a group the pattern lacks, and gives '' for a
+    group that took no part in a match where Flink gives NULL: with constants both are
+    settled here."""
     pattern = _literal(call, 1)
-    index = _index(call, 2) if len(call) > 2 else 1
+    index = _index(call, 2) if len(call) > 2 else default
     if pattern is None or index is None:
         call.refuse(f"{name} needs a constant pattern and group index here",
                     hint="Spark fails on a group the pattern does not have; with constants the job checks first")
@@ -195,14 +196,14 @@ def _unreadable(call, s: Typed, r: Typed) -> str:
 
 
 @scalar("REGEXP_EXTRACT", CATEGORY, "REGEXP_EXTRACT(string1, string2[, integer])",
-        "The group INTEGER (default 1; 0: the whole match) of the first match of the Java regex STRING2 in "
+        "The group INTEGER (default 0: the whole match) of the first match of the Java regex STRING2 in "
         "STRING1; NULL when nothing matches, the group does not exist, or the regex is invalid.")
 def regexp_extract(call):
     args = _strings(call, 2, 3)
     if len(args) == 3:
         call.need(2, "integer")
     s, r = args[0], args[1]
-    index, exists = _constant_group(call, "REGEXP_EXTRACT")
+    index, exists = _constant_group(call, "REGEXP_EXTRACT", 0)  # Flink: regexpExtract(str, regex, 0)
     if not exists:
         return Typed(_unreadable(call, s, r) if exists is None else "CAST(NULL AS STRING)",
                      STRING_TYPE.nullable_as(True))
@@ -219,7 +220,7 @@ def regexp_extract_all(call):
         call.need(2, "integer")
     s, r = args[0], args[1]
     result = t("ARRAY", children=(STRING_TYPE,), nullable=True)
-    index, exists = _constant_group(call, "REGEXP_EXTRACT_ALL")
+    index, exists = _constant_group(call, "REGEXP_EXTRACT_ALL", 1)
     if not exists:
         return Typed(_unreadable(call, s, r) if exists is None else "CAST(NULL AS ARRAY<STRING>)", result)
     return Typed(_guarded(call, s.sql, r.sql, f"regexp_extract_all({s.sql}, {r.sql}, {index})"), result)
