@@ -28,6 +28,7 @@ def reader_options(options) -> dict:
 # record. So these columns are read as their text and converted here with Flink's rules.
 _INTEGERS = ("byte", "short", "integer", "long")
 _INTEGER_TEXT = r"^[+-]?[0-9]+$"
+_DECIMAL_TEXT = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"  # what java.math.BigDecimal reads
 
 
 def _lenient(data_type) -> bool:
@@ -62,7 +63,10 @@ def convert(parsed, schema, ignore_errors: bool):
         value = F.when(text.rlike(_INTEGER_TEXT), text.try_cast(f.dataType)) if kind in _INTEGERS \
             else text.try_cast(f.dataType)
         columns.append(value.alias(f.name))
-        errors.append(F.when(raw.isNotNull() & value.isNull(),
+        # A number too large for its DECIMAL(p, s) is NULL in Flink (DecimalData.fromBigDecimal),
+        # not an error; only text that is no number is.
+        wrong = raw.isNotNull() & (~raw.rlike(_DECIMAL_TEXT) if kind.startswith("decimal") else value.isNull())
+        errors.append(F.when(wrong,
                              F.concat(F.lit(f"field '{f.name}': '"), F.substring(raw, 1, 50),
                                       F.lit(f"' is no {f.dataType.simpleString().upper()} value"))))
     error = F.coalesce(*errors) if errors and not ignore_errors else F.lit(None).cast("string")

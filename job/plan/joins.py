@@ -15,7 +15,7 @@ from sqlglot import exp
 
 from job.plan import engine
 from job.plan.join_condition import join_kind, on_text, split_condition
-from job.plan.relation import NET, SIGN, PendingJoin, Rel, output_name
+from job.plan.relation import NET, SIGN, Field, PendingJoin, Rel, output_name
 from job.sql.flink import rules
 
 NO_KEY = "__no_key"  # a join input row whose key never matches (see join_input)
@@ -105,7 +105,6 @@ def plan_constant_join(planner, left: Rel, node: exp.Join, items: list, alias: O
     each): stateless."""
     from pyspark.sql import functions as F
 
-    from job.plan.relation import Field
 
     left = planner.settle(left)
     tr = planner.translator(Rel(None, [], True), "the joined constant row")
@@ -156,13 +155,10 @@ def regular_join(planner, left: Rel, right: Rel, node: exp.Join) -> Rel:
     from pyspark.sql import functions as F
 
     kind = join_kind(node)
-    if (node.args.get("kind") or "").lower() == "cross" or (node.args.get("on") is None and not node.args.get("using")):
-        raise planner.error(node, "a join of two streams needs an ON clause with at least one equality",
-                            hint="cross joins of streams are not supported (Flink keeps both sides forever)")
+    if (node.args.get("kind") or "").lower() == "cross" or (node.args.get("on") is None and not node.args.get("using")) \
+            or not split_condition(planner, left, right, node)[0]:
+        return _join_on_one_key(planner, left, right, node)
     pairs, left_only, right_only, mixed = split_condition(planner, left, right, node)
-    if not pairs:
-        raise planner.error(node, "a join of two streams needs at least one equality between the two sides in its ON "
-                                  "clause")
     if mixed and kind != "inner":
         raise planner.error(mixed[0], f"this {kind.upper()} JOIN condition compares both sides with something other "
                                       "than '=', which is not supported yet", hint="move it to WHERE, or make the "
@@ -268,6 +264,38 @@ def regular_join(planner, left: Rel, right: Rel, node: exp.Join) -> Rel:
               computed=left.computed | right.computed, pending_join=pending)
     for cond in (mixed if kind == "inner" else []):
         rel = planner.filter(rel, cond, "the JOIN condition")
+    return rel
+
+
+def _join_on_one_key(planner, left: Rel, right: Rel, node: exp.Join) -> Rel:
+    """A join without an equality between its sides (a cross join, ``ON TRUE``, ``ON a.x <
+    b.y``) on a constant key: every row meets every row of the other side in one operator
+    instance, as Flink runs such a join (its non-equi join runs with parallelism 1 and
+    keeps both sides in state). The rest of the ON clause is the join's condition."""
+    from pyspark.sql import functions as F
+
+    from job.sql.types import INT_TYPE
+
+    tag = planner.fresh("__one")
+
+    def keyed(rel: Rel, side: str) -> Rel:
+        rel = planner.settle(rel)
+        col = planner.fresh()
+        return Rel(rel.df.withColumn(col, F.lit(1)), [*rel.fields, Field(tag, f"{tag}_{side}", col, INT_TYPE)],
+                   rel.append_only, rel.unique_key, rel.steps, computed=rel.computed)
+
+    left_keyed, right_keyed = keyed(left, "l"), keyed(right, "r")
+    equal = exp.EQ(this=exp.column(tag, f"{tag}_l"), expression=exp.column(tag, f"{tag}_r"))
+    on = node.args.get("on")
+    joined = node.copy()
+    joined.set("kind", None if (node.args.get("kind") or "").lower() == "cross" else node.args.get("kind"))
+    joined.set("using", None)
+    joined.set("on", exp.and_(equal, on.copy()) if on is not None else equal)
+    rel = regular_join(planner, left_keyed, right_keyed, joined)
+    rel = planner.settle(rel)
+    rel.fields = [f for f in rel.fields if f.name != tag]
+    rel.steps = rel.steps[:-1] + [rel.steps[-1].replace(f"{tag}_l.{tag} = {tag}_r.{tag}", "a constant key (every "
+                                                        "row meets every row: one operator instance)")]
     return rel
 
 

@@ -149,3 +149,62 @@ def _correlated(planner, outer: Rel, select: exp.Select, cond) -> tuple[Rel, lis
     for c in local:
         inner = planner.filter(inner, c, "the subquery's WHERE")
     return inner, correlated
+
+
+# --------------------------------------------------------------------------- scalar subqueries
+
+def lift_scalar_subqueries(planner, node: exp.Select) -> tuple[exp.Select, list[tuple[str, exp.Expression]]]:
+    """``node`` with each uncorrelated scalar subquery of its select list and WHERE replaced
+    by a column ``__ssN.__v`` (a copy: the parsed query is shared), and the subqueries
+    under their aliases, for :func:`join_scalar` to join in."""
+    from job.plan.aggregate_calls import is_aggregating
+
+    def scalars(root: exp.Select) -> list[exp.Subquery]:
+        parts = list(root.expressions) + ([root.args["where"]] if root.args.get("where") else [])
+        return [sq for part in parts for sq in part.find_all(exp.Subquery)
+                if not isinstance(sq.parent, (exp.In, exp.Exists)) and sq.find_ancestor(exp.Select) is root]
+
+    if not scalars(node):
+        return node, []
+    node = node.copy()
+    lifted = []
+    for sq in scalars(node):
+        if is_aggregating(node) and sq.find_ancestor(exp.Where) is None:
+            raise planner.error(sq, "a scalar subquery in the select list of an aggregation is not supported yet",
+                                hint="aggregate in a view or subquery, then use the scalar subquery outside it")
+        alias = planner.fresh("__ss")
+        lifted.append((alias, sq.this))
+        sq.replace(exp.column("__v", alias))
+    return node, lifted
+
+
+def join_scalar(planner, outer: Rel, alias: str, select: exp.Expression) -> Rel:
+    """``outer`` LEFT JOIN the one-row result of ``select`` ON TRUE, as Flink runs a scalar
+    subquery: every outer row sees the subquery's current value (NULL while it has none)
+    and is retracted and re-emitted when the value changes."""
+    from job.errors import PipelineError
+    from job.plan import joins
+    from job.plan.aggregate_calls import is_aggregating
+
+    if not (isinstance(select, exp.Select) and is_aggregating(select) and select.args.get("group") is None):
+        raise planner.error(select, "a scalar subquery is supported when it is a global aggregation (one row, "
+                                    "e.g. SELECT MAX(x) FROM t); others are not supported yet",
+                            hint="Flink fails at run time when a scalar subquery returns more than one row")
+    try:
+        inner = planner.query(select)
+    except PipelineError as err:
+        raise planner.error(select, "a correlated scalar subquery is not supported yet: " + err.message,
+                            hint="write it as a JOIN with the subquery grouped by the correlated key") from None
+    if len(inner.fields) != 1:
+        raise planner.error(select, f"a scalar subquery returns one column, this one {len(inner.fields)}")
+    value = inner.fields[0]
+    values = planner.project(inner, [exp.alias_(exp.column(value.name, value.qualifier), "__v")],
+                             where="the scalar subquery")
+    values = planner.requalify(values, alias)
+    shown = list(outer.fields)
+    joined = joins.regular_join(planner, outer, values, exp.Join(this=exp.to_identifier(alias), side="LEFT",
+                                                                 on=exp.Boolean(this=True)))
+    joined.fields = shown + [f for f in joined.fields if f.qualifier == alias and f.name == "__v"]
+    joined.steps = joined.steps[:-1] + [f"scalar subquery ({planner.current.flink_sql(select)}) as a LEFT JOIN "
+                                        "ON TRUE"] + joined.steps[-1:]
+    return joined
