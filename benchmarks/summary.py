@@ -230,6 +230,20 @@ def idle_table(records: list[dict]) -> list[str]:
     return rows if len(rows) > 2 else ["No idle runs recorded yet."]
 
 
+def input_table(records: list[dict]) -> list[str]:
+    """The newest input-scale run of each engine."""
+    latest = {r["engine"]: r for r in records}
+    rows = ["| engine | file | events | exit | wall s | CPU s | events/s | peak RSS MB | load avg | when |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+    for engine in sorted(latest):
+        r = latest[engine]
+        load = (r.get("load_before") or [None])[0]
+        rows.append(f"| {engine} | {r['file_bytes'] / 2**30:.2f} GiB | {r['events']:,} | {r['exit']} "
+                    f"| {fmt(r.get('wall_s'), 1)} | {fmt(r.get('cpu_s'), 1)} | {fmt(r.get('events_per_s'))} "
+                    f"| {fmt(r.get('peak_rss_mb'))} | {fmt(load, 1) if load is not None else '–'} | {r['when'][:10]} |")
+    return rows if len(rows) > 2 else ["No input-scale runs recorded yet."]
+
+
 def build(results: Path) -> str:
     parts = [INTRO,
              "## Throughput (whole processes, interleaved pairs)\n",
@@ -259,6 +273,11 @@ def build(results: Path) -> str:
              "version (with RocksDB changelog checkpointing, the batch's changes); snapshots of the whole "
              "state are uploaded in the background. Default memory settings.\n",
              "\n".join(state_table(read_jsonl(results / "state_scale.jsonl"))),
+             "\n## Input that scales\n",
+             "The seed count over one Debezium JSON file of 2 GiB (`benchmarks/input_scale.py`: the generated "
+             "users changelog replayed into one file), each engine a whole process with its default memory "
+             "settings, cold page cache.\n",
+             "\n".join(input_table(read_jsonl(results / "input_scale.jsonl"))),
              "\n## Nexmark\n",
              "Flink's Nexmark queries, unchanged but for connector options, over the `nexmark` crate's events "
              "(see `benchmarks/nexmark.py`). events/s: all generated events ÷ the whole process's wall time "
