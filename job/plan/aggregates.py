@@ -66,13 +66,16 @@ def group_aggregate(planner, rel: Rel, node: exp.Select) -> Rel:
         engine_name = call.function.engine
         if engine_name not in ENGINE_AGGREGATES:
             raise planner.error(call.node, f"the aggregate function {call.function.name} is not supported yet")
-        if engine_name in ORDER_DEPENDENT and not rel.append_only:
-            # Their result depends on the order in which changes arrive; Flink (parallelism
-            # 1) applies every intermediate change in input order, the job nets each key's
-            # changes per micro-batch, so the orders differ: refused, not a different answer.
-            raise planner.error(call.node, f"{call.function.name} over an updating input (a changelog or upsert "
-                                           "table, or the result of an aggregation or join) is not supported yet",
-                                hint="it is supported over append-only input")
+        if engine_name in ORDER_DEPENDENT and not (rel.arrival_order or engine.POSITION_MAJOR in rel.df.columns):
+            # Their result depends on the order in which rows and changes arrive. A
+            # table's rows come in the source's order, and an upsert table normalized for
+            # this query carries each change's position (the engine applies the changes in
+            # that order, as Flink does); through a join, an aggregation or a union the
+            # order is lost: refused, not a different answer.
+            raise planner.error(call.node, f"{call.function.name} over the result of a join, an aggregation, a "
+                                           "union or a window is not supported yet",
+                                hint="it is supported over a table's rows (filtered and projected), append-only "
+                                     "or a changelog")
         arg = atr.expr(call.arg) if call.arg is not None else None
         call.result = call.function.result([arg.type] if arg is not None else [])
         arg_sql = arg.sql if arg is not None else None
@@ -97,9 +100,12 @@ def group_aggregate(planner, rel: Rel, node: exp.Select) -> Rel:
         if call.separator is not None:
             spec["separator"] = call.separator
         specs.append(spec)
-    staged = planner.signed(rel).select(*staged_cols, F.col(SIGN))
+    ordered = any(spec["fn"] in ORDER_DEPENDENT for spec in specs)
+    positions = [F.col(engine.POSITION_MAJOR), F.col(engine.POSITION_MINOR)] \
+        if ordered and engine.POSITION_MAJOR in rel.df.columns else []
+    staged = planner.signed(rel).select(*staged_cols, F.col(SIGN), *positions)
     result = engine.group_aggregate(planner, staged, gcols, specs, global_agg=not gcols,
-                                    append_only=rel.append_only)
+                                    append_only=rel.append_only, ordered=ordered)
 
     fields, selected, replacements = [], [], {}
     for g, value, gcol in zip(group_exprs, group_values, gcols):
@@ -129,6 +135,18 @@ def group_aggregate(planner, rel: Rel, node: exp.Select) -> Rel:
     if node.args.get("distinct"):
         out = group_by_all(planner, out)
     return out
+
+
+def depends_on_order(node: exp.Select) -> bool:
+    """Does the SELECT aggregate with a function of the changes' order (not over a window)?"""
+    from job.sql.flink.functions import lookup
+
+    for item in [*node.expressions, *([node.args["having"]] if node.args.get("having") else [])]:
+        for call in item.find_all(exp.Anonymous):
+            fn = lookup(call.name)
+            if fn is not None and fn.engine in ORDER_DEPENDENT and not isinstance(call.parent, exp.Window):
+                return True
+    return False
 
 
 def group_by_all(planner, rel: Rel) -> Rel:

@@ -37,27 +37,36 @@ def schema_of(rel: Rel, cols=None):
     return StructType([StructField(c, _parse_datatype_string(by_col[c].type.spark), True) for c in wanted])
 
 
+# Each normalized change's position in its source (engine NormalizeOp), kept for the
+# order-dependent aggregates (Planner.keeps_positions).
+POSITION_MAJOR, POSITION_MINOR = "__pos_major", "__pos_minor"
+
+
 def normalize(planner, rel: Rel) -> Rel:
     """An upsert table's latest row per key → signed changes (retractions)."""
     cols = rel.cols()
     out = call(planner, "normalize", rel.df, {"keys": list(rel.pending_upsert), "row": cols, "kind": "kind",
                                               "major": "seq_major", "minor": "seq_minor"})
-    return Rel(out.select(*cols, SIGN), rel.fields, append_only=False, unique_key=rel.unique_key,
+    positions = [POSITION_MAJOR, POSITION_MINOR] if planner.keeps_positions else []
+    return Rel(out.select(*cols, SIGN, *positions), rel.fields, append_only=False, unique_key=rel.unique_key,
                computed=rel.computed,
                steps=rel.steps + ["normalize by PRIMARY KEY into retractions [stateful]"])
 
 
 def group_aggregate(planner, staged, group_cols: list[str], calls: list[dict], global_agg: bool,
-                    append_only: bool):
+                    append_only: bool, ordered: bool = False):
     """Retractable aggregation. ``staged`` has the group columns, the argument columns and
-    ``__sign``; ``calls`` are the engine's aggregate specifications (fn, arg, distinct,
-    separator, result, name). Returns (__sign, group columns, results by name, __net).
+    ``__sign`` (and the changes' positions when ``ordered``); ``calls`` are the engine's
+    aggregate specifications (fn, arg, distinct, separator, result, name). Returns
+    (__sign, group columns, results by name, __net).
 
     Equal rows are netted in each partition before the shuffle (Flink's local-global
-    aggregation): the aggregate reads a row of sign n as n copies."""
-    combined = engine_call(planner.spark, "combine", staged, json.dumps({"sign": SIGN}))
+    aggregation): the aggregate reads a row of sign n as n copies. Not when a call
+    depends on the order of the rows (``ordered``): netting would move a row to its
+    first equal's place."""
+    combined = staged if ordered else engine_call(planner.spark, "combine", staged, json.dumps({"sign": SIGN}))
     return call(planner, "aggregate", combined, {"keys": group_cols, "sign": SIGN, "global": global_agg,
-                                                 "append_only": append_only, "aggs": calls})
+                                                 "append_only": append_only, "ordered": ordered, "aggs": calls})
 
 
 def join(planner, unioned, keys: list[str], sides: list[dict]):

@@ -294,8 +294,9 @@ def _join_on_one_key(planner, left: Rel, right: Rel, node: exp.Join) -> Rel:
     rel = regular_join(planner, left_keyed, right_keyed, joined)
     rel = planner.settle(rel)
     rel.fields = [f for f in rel.fields if f.name != tag]
-    rel.steps = rel.steps[:-1] + [rel.steps[-1].replace(f"{tag}_l.{tag} = {tag}_r.{tag}", "a constant key (every "
-                                                        "row meets every row: one operator instance)")]
+    rel.steps = [step.replace(f"{tag}_l.{tag} = {tag}_r.{tag}",
+                              "a constant key (every row meets every row: one operator instance)")
+                 for step in rel.steps]
     return rel
 
 

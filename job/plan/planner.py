@@ -54,6 +54,10 @@ class Planner:
         # interval bound): what the end of a bounded input must advance time by. None:
         # the query has no event-time operator.
         self.event_time_span_ms: Optional[int] = None
+        # While a SELECT with LISTAGG, FIRST_VALUE or LAST_VALUE plans its FROM clause, a
+        # normalized changelog keeps each change's position, so that those functions
+        # apply the changes in the order Flink does (see job.plan.aggregates).
+        self.keeps_positions = False
 
     @property
     def state_ttl_ms(self) -> int:
@@ -108,8 +112,11 @@ class Planner:
         from job.plan import aggregate_calls, aggregates, ranking, subqueries
 
         self.refuse_unplanned(node)
+        node, hidden_order_keys = ranking.with_hidden_order_keys(self, node)
         with_ = node.args.get("with_") or node.args.get("with")
         self._ctes.append({cte.alias.lower(): cte.this for cte in (with_.expressions if with_ else [])})
+        keeps_positions = self.keeps_positions
+        self.keeps_positions = keeps_positions or aggregates.depends_on_order(node)
         try:
             from_ = node.args.get("from_") or node.args.get("from")
             if from_ is None:
@@ -138,9 +145,10 @@ class Planner:
                 rel = self.project(rel, node.expressions)
                 if node.args.get("distinct"):
                     rel = self.distinct(rel)
-            return self.order_limit(rel, node)
+            return ranking.without_hidden_order_keys(self.order_limit(rel, node), hidden_order_keys)
         finally:
             self._ctes.pop()
+            self.keeps_positions = keeps_positions
 
     def refuse_unplanned(self, node: exp.Select) -> None:
         for clause, value in node.args.items():
@@ -309,7 +317,7 @@ class Planner:
             net_key = frozenset(renames[c] for c in rel.net_key)
         extra = ([F.col(SIGN)] if SIGN in rel.df.columns else []) + ([F.col(NET)] if net_key is not None else [])
         return Rel(rel.df.select(*selected, *extra), fields, rel.append_only, key, rel.steps,
-                   computed=frozenset(computed), net_key=net_key)
+                   computed=frozenset(computed), net_key=net_key, arrival_order=rel.arrival_order)
 
     def signed(self, rel: Rel):
         """``rel.df`` with a ``__sign`` column (append-only relations have none)."""

@@ -229,6 +229,62 @@ def plan_order_limit(planner, rel: Rel, node: exp.Select) -> Rel:
     return _sorted_limit(planner, rel, order, skip + 1, skip + n)
 
 
+HIDDEN_ORDER_KEY = "__order_key"
+
+
+def with_hidden_order_keys(planner, node: exp.Select) -> tuple[exp.Select, int]:
+    """For ``ORDER BY … LIMIT`` on something the select list does not show (``SELECT id
+    … ORDER BY score DESC LIMIT 3``): a copy of ``node`` that also selects those keys,
+    last, with the ORDER BY naming them; and how many it added (dropped again after the
+    Top-N by :func:`without_hidden_order_keys`)."""
+    from job.plan.relation import output_name
+
+    order = node.args.get("order")
+    if order is None or node.args.get("limit") is None:
+        return node, 0
+    items = node.expressions
+    has_star = any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
+                   for e in items)
+    shown = {output_name(e, i).lower() for i, e in enumerate(items)}
+
+    def hidden(key) -> bool:
+        if _int_literal(key) is not None:
+            return False
+        if isinstance(key, exp.Column):
+            return not has_star and key.name.lower() not in shown
+        return True
+
+    if not any(hidden(o.this) for o in order.expressions):
+        return node, 0
+    if node.args.get("distinct"):
+        raise planner.error(order, "SELECT DISTINCT … ORDER BY … LIMIT on something the query does not select is "
+                                   "not supported yet", hint="add it to the select list")
+    node = node.copy()
+    added = []
+    for o in node.args["order"].expressions:
+        if hidden(o.this):
+            name = f"{HIDDEN_ORDER_KEY}{len(added)}"
+            added.append(exp.alias_(o.this.copy(), name))
+            key = exp.column(name)
+            key.meta["as_written"] = planner.current.flink_sql(o.this)  # for --explain
+            o.set("this", key)
+    node.set("expressions", [*node.expressions, *added])
+    return node, len(added)
+
+
+def without_hidden_order_keys(rel: Rel, hidden: int) -> Rel:
+    """``rel`` without the last ``hidden`` fields (see :func:`with_hidden_order_keys`)."""
+    from pyspark.sql import functions as F
+
+    if not hidden:
+        return rel
+    fields = rel.fields[:-hidden]
+    extra = [F.col(c) for c in (SIGN, NET) if c in rel.df.columns]
+    return Rel(rel.df.select(*[F.col(f"`{f.col}`") for f in fields], *extra), fields, rel.append_only,
+               rel.unique_key if rel.unique_key and rel.unique_key <= {f.col for f in fields} else None,
+               rel.steps, computed=rel.computed)
+
+
 def _order_field(planner, rel: Rel, ordered: exp.Ordered) -> Field:
     """The result column an ORDER BY item names: by position, or by its name or alias."""
     key = ordered.this
@@ -262,7 +318,11 @@ def _sorted_limit(planner, rel: Rel, order: exp.Order, lower: int, upper: int) -
     ranked = engine.rank(planner, without_event_time(planner.signed(rel)), [], [f.col for f in rel.fields], sort,
                          "row_number", lower, upper, rel.append_only, False, newest_first)
     what = f"rows {lower}..{upper}" if lower > 1 else f"the first {upper} rows"
-    step = (f"keep {what} ordered by {', '.join(planner.current.flink_sql(o) for o in order.expressions)} "
+    def written(o: exp.Ordered) -> str:
+        text = o.this.meta.get("as_written") or planner.current.flink_sql(o.this)
+        return text + (" DESC" if o.args.get("desc") else "")
+
+    step = (f"keep {what} ordered by {', '.join(written(o) for o in order.expressions)} "
             "[engine: rank; stateful; retracts a row when it leaves the range]")
     out = ranked.select(*[F.col(f"`{f.col}`") for f in rel.fields], F.col(SIGN))
     return Rel(out, list(rel.fields), False, rel.unique_key, rel.steps + [step], computed=rel.computed)

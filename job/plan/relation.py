@@ -82,6 +82,11 @@ class Rel:
     # window_start / window_end / window_time fields, for the aggregation that follows.
     window: Optional[object] = None
     window_fields: Optional[dict] = None
+    # The rows (of an updating relation) are in the order the source holds them: a
+    # changelog source's signed rows, filtered or projected, never shuffled. Order-
+    # dependent aggregates (LISTAGG, FIRST_VALUE, LAST_VALUE) need it, or the positions
+    # of a normalized changelog (job.plan.aggregates).
+    arrival_order: bool = False
 
     def cols(self) -> list[str]:
         return [f.col for f in self.fields]

@@ -15,7 +15,8 @@ def scan(planner, table, alias: str) -> Rel:
     df = stream.df
     fields, renamed = table_fields(planner, table, alias)
     if stream.mode == APPEND:
-        return Rel(df.select(*renamed), fields, append_only=True, steps=[f"scan {table.name}: append-only"])
+        return Rel(df.select(*renamed), fields, append_only=True, steps=[f"scan {table.name}: append-only"],
+                   arrival_order=True)
     if stream.mode == UPSERT:
         pk_cols = tuple(f.col for f in fields if f.name in table.primary_key)
         staged = df.select(*renamed, F.col("__kind").alias("kind"), F.col("__seq_major").alias("seq_major"),
@@ -35,7 +36,7 @@ def scan(planner, table, alias: str) -> Rel:
                           f"({', '.join(table.primary_key)}) (table.exec.source.cdc-events-duplicate)"])
     sign = F.when(F.col("__kind").isin("+I", "+U"), F.lit(1)).otherwise(F.lit(-1))
     return Rel(df.select(*renamed, sign.alias(SIGN)), fields, append_only=False,
-               unique_key=frozenset(pk_cols) if pk_cols else None,
+               unique_key=frozenset(pk_cols) if pk_cols else None, arrival_order=True,
                steps=[f"scan {table.name}: changelog source (+I/-U/+U/-D → signed rows)"])
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import sys
 from decimal import Decimal
 
@@ -38,7 +39,11 @@ def run_case(case: dict) -> dict:
     config.set("table.local-time-zone", case.get("time_zone", "UTC"))
     try:
         for statement in case["statements"]:
-            env.execute_sql(statement)
+            setting = re.match(r"\s*SET\s+'([^']+)'\s*=\s*'([^']*)'\s*;?\s*$", statement, re.IGNORECASE)
+            if setting:  # the SQL client's SET; the Table API takes it as configuration
+                config.set(setting.group(1), setting.group(2))
+            else:
+                env.execute_sql(statement)
         result = env.execute_sql(case["query"])
         schema = result.get_resolved_schema()
         columns = [[c.get_name(), c._j_column.getDataType().toString()] for c in schema.get_columns()]

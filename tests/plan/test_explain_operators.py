@@ -74,6 +74,16 @@ TUMBLE = "TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE))"
     ("SELECT uid, '', '' FROM orders UNION SELECT uid, '', '' FROM ships",
      ["union all [stateless", "distinct rows of (uid, EXPR$1, EXPR$2) [engine: aggregate;"]),
     ("SELECT a, b, c FROM (VALUES ('x', 'y', 'z')) AS v(a, b, c)", ["VALUES (1 rows) [a bounded source"]),
+    # ORDER BY … LIMIT, scalar subqueries, joins without an equality
+    ("SELECT uid, CAST(amount AS STRING), '' FROM orders ORDER BY amount DESC LIMIT 3 OFFSET 1",
+     ["keep rows 2..4 ordered by amount DESC [engine: rank;"]),
+    ("SELECT uid, CAST((SELECT MAX(score) FROM users) AS STRING), '' FROM orders",
+     ["scalar subquery (SELECT MAX(score) FROM users) as a LEFT JOIN ON TRUE",
+      "left join on a constant key (every row meets every row: one operator instance) [engine: join;"]),
+    ("SELECT o.uid, s.uid, '' FROM orders o JOIN ships s ON o.amount < s.sid",
+     ["inner join on a constant key (every row meets every row: one operator instance) [engine: join;"]),
+    ("SELECT uid, CAST(STDDEV_POP(amount) AS STRING), '' FROM orders GROUP BY uid",
+     ["SUM(CAST(amount AS DOUBLE) * CAST(amount AS DOUBLE))", "[engine: aggregate;"]),
 ])
 def test_every_feature_names_its_operator(spark, query, operators):
     code, text = dry_run(query)
@@ -100,3 +110,21 @@ def test_processing_time_is_refused_by_name(spark, query, at, message):
     assert message in text, text
     column = f"INSERT INTO out_rows {query}".index(at) + 1
     assert f":1:{column}:" in text, text
+
+
+@pytest.mark.parametrize("query, message", [
+    # order-dependent aggregates over a relation whose order the job does not keep
+    ("SELECT o.uid, LISTAGG(s.uid), '' FROM orders o JOIN ships s ON o.uid = s.uid GROUP BY o.uid",
+     "LISTAGG over the result of a join, an aggregation, a union or a window is not supported yet"),
+    ("SELECT uid, CAST(FIRST_VALUE(n) AS STRING), '' FROM (SELECT uid, COUNT(*) AS n FROM orders GROUP BY uid) "
+     "GROUP BY uid", "FIRST_VALUE over the result of a join"),
+    ("SELECT uid, CAST(VAR_POP(DISTINCT amount) AS STRING), '' FROM orders GROUP BY uid",
+     "VAR_POP(DISTINCT …) is not supported yet"),
+    ("SELECT uid, '', '' FROM orders LIMIT 3", "LIMIT without ORDER BY is not supported yet"),
+    ("SELECT DISTINCT uid, '', '' FROM orders ORDER BY amount LIMIT 3",
+     "SELECT DISTINCT … ORDER BY … LIMIT on something the query does not select is not supported yet"),
+])
+def test_what_the_job_does_not_run_yet_is_refused_by_name(spark, query, message):
+    code, text = dry_run(query)
+    assert code == 2, text
+    assert message in text, text

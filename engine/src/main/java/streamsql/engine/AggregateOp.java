@@ -6,6 +6,7 @@ import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -33,14 +34,22 @@ final class AggregateOp extends Operator {
   private final int signAt;
   private final int[] argAt;
   private final boolean global;
+  // Some call depends on the order of the changes (LISTAGG, FIRST_VALUE, LAST_VALUE): the
+  // batch's rows are applied one by one, in arrival order (append-only input, read in
+  // order) or by the positions of a normalized changelog (majorAt/minorAt, else -1).
+  private final boolean ordered;
+  private final int majorAt, minorAt;
   private transient ValueState<byte[]> accumulators;
 
-  AggregateOp(Aggs.Fn[] fns, int signAt, int[] argAt, boolean global, long ttlMillis) {
+  AggregateOp(Aggs.Fn[] fns, int signAt, int[] argAt, boolean global, long ttlMillis, int majorAt, int minorAt) {
     super(ttlMillis);
     this.fns = fns;
     this.signAt = signAt;
     this.argAt = argAt;
     this.global = global;
+    this.ordered = Arrays.stream(fns).anyMatch(fn -> fn instanceof Aggs.Sequence);
+    this.majorAt = majorAt;
+    this.minorAt = minorAt;
   }
 
   @Override
@@ -84,15 +93,30 @@ final class AggregateOp extends Operator {
     Object[] before = wasAlive ? results(accs) : null;
     // The batch's changes netted per argument tuple first: changes inside a batch arrive
     // in no particular order (a retraction may come before the row it retracts), and
-    // each accumulator then sees every distinct tuple once.
+    // each accumulator then sees every distinct tuple once. Order-dependent calls see
+    // every change in its order instead.
     Map<List<Object>, long[]> net = new LinkedHashMap<>();
+    List<Row> inOrder = ordered ? new ArrayList<>() : null;
     while (rows.hasNext()) {
       Row r = rows.next();
-      Object[] args = new Object[argAt.length];
-      for (int i = 0; i < args.length; i++) {
-        args[i] = argAt[i] < 0 ? Boolean.TRUE : r.get(argAt[i]);
+      if (ordered) {
+        inOrder.add(r);
+        continue;
       }
-      net.computeIfAbsent(Arrays.asList(args), k -> new long[1])[0] += sign(r, signAt);
+      net.computeIfAbsent(Arrays.asList(args(r)), k -> new long[1])[0] += sign(r, signAt);
+    }
+    if (ordered) {
+      if (majorAt >= 0) {
+        inOrder.sort(this::byPosition);
+      }
+      for (Row r : inOrder) {
+        long n = sign(r, signAt);
+        Object[] args = args(r);
+        count += n;
+        for (int i = 0; i < accs.length; i++) {
+          accs[i].add(args[i], n);
+        }
+      }
     }
     for (Map.Entry<List<Object>, long[]> e : net.entrySet()) {
       long n = e.getValue()[0];
@@ -136,6 +160,25 @@ final class AggregateOp extends Operator {
         fn.clear();
       }
     }
+  }
+
+  private Object[] args(Row r) {
+    Object[] args = new Object[argAt.length];
+    for (int i = 0; i < args.length; i++) {
+      args[i] = argAt[i] < 0 ? Boolean.TRUE : r.get(argAt[i]);
+    }
+    return args;
+  }
+
+  /** Position order; at one position a retraction before an insertion (-U before +U). */
+  private int byPosition(Row a, Row b) {
+    String ma = a.isNullAt(majorAt) ? "" : a.getString(majorAt);
+    String mb = b.isNullAt(majorAt) ? "" : b.getString(majorAt);
+    int c = ma.compareTo(mb);
+    if (c == 0) {
+      c = Long.compare(position(a, minorAt), position(b, minorAt));
+    }
+    return c != 0 ? c : Long.compare(sign(a, signAt), sign(b, signAt));
   }
 
   private Object[] results(Aggs.Acc[] accs) {

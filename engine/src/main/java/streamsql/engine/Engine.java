@@ -1,6 +1,7 @@
 package streamsql.engine;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import org.apache.spark.api.java.function.MapFunction;
 import org.apache.spark.sql.Dataset;
@@ -60,8 +61,12 @@ public final class Engine {
     NormalizeOp op = new NormalizeOp(rowSchema, Spec.indices(schema, s.strings("row")),
         schema.fieldIndex(s.text("kind")), schema.fieldIndex(s.text("major")), schema.fieldIndex(s.text("minor")),
         s.number("ttl_ms", 0));
-    return run(input, s.strings("keys"), op, signed(rowSchema));
+    return run(input, s.strings("keys"), op, Spec.concat(signed(rowSchema), new StructType()
+        .add(POSITION_MAJOR, DataTypes.StringType).add(POSITION_MINOR, DataTypes.LongType)));
   }
+
+  /** The position columns of a normalized change (see {@link NormalizeOp}). */
+  static final String POSITION_MAJOR = "__pos_major", POSITION_MINOR = "__pos_minor";
 
   /**
    * GROUP BY. Spec: keys, sign, global, append_only, aggs: [{fn, arg (column or null),
@@ -83,7 +88,9 @@ public final class Engine {
       results = results.add(call.text("name"), call.type("result"), true);
     }
     boolean global = s.flag("global");
-    AggregateOp op = new AggregateOp(fns, schema.fieldIndex(s.text("sign")), argAt, global, s.number("ttl_ms", 0));
+    boolean positioned = s.flag("ordered") && Arrays.asList(schema.fieldNames()).contains(POSITION_MAJOR);
+    AggregateOp op = new AggregateOp(fns, schema.fieldIndex(s.text("sign")), argAt, global, s.number("ttl_ms", 0),
+        positioned ? schema.fieldIndex(POSITION_MAJOR) : -1, positioned ? schema.fieldIndex(POSITION_MINOR) : -1);
     StructType keys = global ? new StructType() : Spec.select(schema, s.strings("keys"));
     return run(input, s.strings("keys"), op, Spec.concat(signed(keys, results), net()));
   }

@@ -17,7 +17,11 @@ import org.apache.spark.sql.types.StructType;
  * the new one inserted. A delete of an absent key and an upsert that repeats the current
  * row emit nothing, so duplicates and tombstones for unknown keys are harmless.
  *
- * <p>Output: {@code __sign}, then the row's columns. State per key: its current row.
+ * <p>Output: {@code __sign}, then the row's columns, then the change's position (major,
+ * minor): a retraction at the key's first record of the batch, the new row at its latest,
+ * where Flink's ChangelogNormalize emits them. Functions of the order in which changes
+ * arrive (LISTAGG, FIRST_VALUE, LAST_VALUE) apply the changes in that order. State per
+ * key: its current row.
  */
 final class NormalizeOp extends Operator {
   private final StructType rowSchema;
@@ -63,10 +67,14 @@ final class NormalizeOp extends Operator {
   @Override
   void process(Row key, Iterator<Row> rows, List<Row> out) {
     Row latest = null;
+    Row first = null;
     while (rows.hasNext()) {
       Row r = rows.next();
       if (latest == null || later(r, latest, majorAt, minorAt)) {
         latest = r;
+      }
+      if (first == null || !later(r, first, majorAt, minorAt)) {
+        first = r;
       }
     }
     if (latest == null) {
@@ -76,7 +84,7 @@ final class NormalizeOp extends Operator {
     if ("D".equals(latest.getString(kindAt))) {
       if (old != null) {
         current.clear();
-        out.add(signed(-1, old));
+        out.add(signed(-1, old, first));
       }
       return;
     }
@@ -85,18 +93,21 @@ final class NormalizeOp extends Operator {
       return;
     }
     if (old != null) {
-      out.add(signed(-1, old));
+      out.add(signed(-1, old, first));
     }
     current.update(now);
-    out.add(signed(1, now));
+    out.add(signed(1, now, latest));
   }
 
-  static Row signed(int sign, Row r) {
-    Object[] v = new Object[r.length() + 1];
+  /** {@code sign}, {@code r}'s columns, and the position of the record {@code at}. */
+  private Row signed(int sign, Row r, Row at) {
+    Object[] v = new Object[r.length() + 3];
     v[0] = sign;
     for (int i = 0; i < r.length(); i++) {
       v[i + 1] = r.get(i);
     }
+    v[r.length() + 1] = at.get(majorAt);
+    v[r.length() + 2] = at.isNullAt(minorAt) ? null : ((Number) at.get(minorAt)).longValue();
     return row(v);
   }
 }
