@@ -22,6 +22,7 @@ class AggCall:
     condition: Optional[exp.Expression]
     result: LogicalType = None
     separator: Optional[str] = None   # LISTAGG's
+    ignore_nulls: bool = False        # ARRAY_AGG(x IGNORE NULLS)
 
 
 def aggregate_calls(node: exp.Expression):
@@ -51,6 +52,12 @@ def parse_call(planner, call: exp.Expression) -> AggCall:
     function = lookup(call.name)
     args = list(call.expressions)
     distinct = False
+    ignore_nulls = False
+    if len(args) == 1 and isinstance(args[0], (exp.IgnoreNulls, exp.RespectNulls)):
+        if function.engine != "array_agg":
+            raise planner.error(call, f"RESPECT NULLS / IGNORE NULLS is not supported in {call.name}",
+                                hint="ARRAY_AGG takes it")
+        ignore_nulls, args = isinstance(args[0], exp.IgnoreNulls), [args[0].this]
     if len(args) == 1 and isinstance(args[0], exp.Distinct):
         if len(args[0].expressions) != 1:
             raise planner.error(call, f"{call.name}(DISTINCT …) over several columns is not supported yet")
@@ -74,4 +81,4 @@ def parse_call(planner, call: exp.Expression) -> AggCall:
             if not (isinstance(args[1], exp.Literal) and args[1].is_string):
                 raise planner.error(args[1], "the separator of LISTAGG must be a string literal")
             separator = args[1].this
-    return AggCall(node, function, arg, distinct, condition, separator=separator)
+    return AggCall(node, function, arg, distinct, condition, separator=separator, ignore_nulls=ignore_nulls)

@@ -19,8 +19,8 @@ from job.sql.flink.translate import Typed
 from job.sql.types import LogicalType
 
 # The aggregate functions the engine's aggregate operator computes (under retractions too).
-ENGINE_AGGREGATES = {"count", "sum", "avg", "min", "max", "listagg", "first_value", "last_value"}
-ORDER_DEPENDENT = {"listagg", "first_value", "last_value"}
+ENGINE_AGGREGATES = {"count", "sum", "avg", "min", "max", "listagg", "first_value", "last_value", "array_agg"}
+ORDER_DEPENDENT = {"listagg", "first_value", "last_value", "array_agg", "array_agg_ignore_nulls"}
 
 
 def plan_aggregate(planner, rel: Rel, node: exp.Select) -> Rel:
@@ -90,7 +90,7 @@ def group_aggregate(planner, rel: Rel, node: exp.Select) -> Rel:
             if engine_name in ("sum", "avg") and not (arg is None or arg.type.is_numeric or arg.type.is_null):
                 raise planner.error(call.node, f"{call.function.name} needs a numeric argument, not {arg.type}")
             if arg is not None and not arg.type.is_null and _unordered(arg.type) and engine_name in (
-                    "min", "max", "first_value", "last_value", "listagg"):
+                    "min", "max", "first_value", "last_value", "listagg", "array_agg"):
                 raise planner.error(call.node, f"{call.function.name} of a {arg.type.summary(False)} value is not "
                                                "supported yet")
             col = f"a{i}"
@@ -99,6 +99,8 @@ def group_aggregate(planner, rel: Rel, node: exp.Select) -> Rel:
             staged_cols.append(F.expr(f"CAST({arg_sql} AS {spark_type})").alias(col))
         if call.separator is not None:
             spec["separator"] = call.separator
+        if call.ignore_nulls:
+            spec["fn"] = "array_agg_ignore_nulls"
         specs.append(spec)
     ordered = any(spec["fn"] in ORDER_DEPENDENT for spec in specs)
     positions = [F.col(engine.POSITION_MAJOR), F.col(engine.POSITION_MINOR)] \

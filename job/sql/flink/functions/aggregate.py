@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from job.sql.flink import rules
 from job.sql.flink.functions import AGGREGATE, aggregate, not_supported, planned
-from job.sql.types import STRING_TYPE
+from job.sql.types import STRING_TYPE, t
 
 CATEGORY = "aggregate"
 
@@ -49,8 +49,12 @@ for _name, _what in _STATISTICS.items():
               result=lambda types: rules.avg_type(types[0]), engine="statistic",
               aliases=("VARIANCE",) if _name == "VAR_SAMP" else ())
 
+aggregate("ARRAY_AGG", CATEGORY, "ARRAY_AGG([ ALL | DISTINCT ] expression [ RESPECT NULLS | IGNORE NULLS ])",
+          "The values as an ARRAY, in arrival order (NULLs too, unless IGNORE NULLS); NULL when there are none.",
+          result=lambda types: t("ARRAY", children=(types[0].nullable_as(True),), nullable=True), engine="array_agg")
+
 for _name in ("COLLECT", "NTILE", "CUME_DIST",
-              "PERCENT_RANK", "ARRAY_AGG", "SINGLE_VALUE", "BIT_AND", "BIT_OR", "BIT_XOR", "ANY_VALUE", "PERCENTILE"):
+              "PERCENT_RANK", "SINGLE_VALUE", "BIT_AND", "BIT_OR", "BIT_XOR", "ANY_VALUE", "PERCENTILE"):
     not_supported(_name, CATEGORY, kind=AGGREGATE)
 not_supported("LEAD", CATEGORY, "LEAD(expression [, offset] [, default])",
               why="Flink does not run LEAD in streaming either", kind=AGGREGATE)

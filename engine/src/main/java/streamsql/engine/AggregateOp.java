@@ -47,7 +47,7 @@ final class AggregateOp extends Operator {
     this.signAt = signAt;
     this.argAt = argAt;
     this.global = global;
-    this.ordered = Arrays.stream(fns).anyMatch(fn -> fn instanceof Aggs.Sequence);
+    this.ordered = Arrays.stream(fns).anyMatch(Aggs.Fn::dependsOnOrder);
     this.majorAt = majorAt;
     this.minorAt = minorAt;
   }

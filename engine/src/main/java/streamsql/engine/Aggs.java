@@ -23,6 +23,7 @@ import org.apache.spark.sql.types.IntegerType;
 import org.apache.spark.sql.types.LongType;
 import org.apache.spark.sql.types.ShortType;
 import org.apache.spark.sql.types.StructType;
+import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * Flink's aggregate functions under retraction: each one's per-group accumulator, how a
@@ -56,6 +57,11 @@ final class Aggs {
 
     /** The group is gone: drop what the function keeps outside the accumulator. */
     void clear() {}
+
+    /** Does the result depend on the order of the values (see {@link AggregateOp})? */
+    boolean dependsOnOrder() {
+      return false;
+    }
   }
 
   /** A group's accumulator of one aggregate call. */
@@ -72,7 +78,8 @@ final class Aggs {
   static Fn of(String name, DataType argType, DataType resultType, boolean distinct, boolean appendOnly,
                String separator) {
     if (distinct && argType != null && !name.equals("min") && !name.equals("max")) {
-      return new Distinct(of(name, argType, resultType, false, true, separator));
+      // ARRAY_AGG(DISTINCT x) keeps one NULL, as Flink's does; the others ignore NULLs.
+      return new Distinct(of(name, argType, resultType, false, true, separator), name.equals("array_agg"));
     }
     switch (name) {
       case "count_star": return new Count(argType, resultType, true);
@@ -84,6 +91,8 @@ final class Aggs {
       case "listagg": return new Sequence(argType, resultType, Sequence.LISTAGG, separator);
       case "first_value": return new Sequence(argType, resultType, Sequence.FIRST, null);
       case "last_value": return new Sequence(argType, resultType, Sequence.LAST, null);
+      case "array_agg": return new Sequence(argType, resultType, Sequence.ARRAY, null);
+      case "array_agg_ignore_nulls": return new Sequence(argType, resultType, Sequence.ARRAY_IGNORING_NULLS, null);
       default: throw new IllegalArgumentException("unknown aggregate function " + name);
     }
   }
@@ -379,11 +388,12 @@ final class Aggs {
   /**
    * Functions of the values' arrival order. LISTAGG joins the non-NULL values with its
    * separator; FIRST_VALUE and LAST_VALUE show the earliest and the latest non-NULL
-   * value. A retraction removes the value's earliest occurrence, as Flink's
-   * ListAggWithRetract and First/LastValueWithRetract do.
+   * value; ARRAY_AGG is the values as an array (NULLs too, unless IGNORE NULLS), NULL
+   * when there are none. A retraction removes the value's earliest occurrence, as Flink's
+   * ListAggWithRetract, First/LastValueWithRetract and ArrayAggFunction do.
    */
   static final class Sequence extends Fn {
-    static final int LISTAGG = 0, FIRST = 1, LAST = 2;
+    static final int LISTAGG = 0, FIRST = 1, LAST = 2, ARRAY = 3, ARRAY_IGNORING_NULLS = 4;
     private final int kind;
     private final String separator;
 
@@ -391,6 +401,11 @@ final class Aggs {
       super(argType, resultType);
       this.kind = kind;
       this.separator = separator;
+    }
+
+    @Override
+    boolean dependsOnOrder() {
+      return true;
     }
 
     @Override
@@ -420,7 +435,7 @@ final class Aggs {
 
     @Override
     public void add(Object value, long n) {
-      if (value == null) {
+      if (value == null && fn.kind != Sequence.ARRAY) {
         return;
       }
       for (long i = 0; i < n; i++) {
@@ -428,7 +443,8 @@ final class Aggs {
       }
       for (long i = 0; i < -n; i++) {
         for (int j = 0; j < values.size(); j++) {
-          if (Values.same(values.get(j), value)) {
+          Object had = values.get(j);
+          if (had == null ? value == null : value != null && Values.same(had, value)) {
             values.remove(j);
             break;
           }
@@ -444,6 +460,9 @@ final class Aggs {
       switch (fn.kind) {
         case Sequence.FIRST: return values.get(0);
         case Sequence.LAST: return values.get(values.size() - 1);
+        case Sequence.ARRAY:
+        case Sequence.ARRAY_IGNORING_NULLS:
+          return CollectionConverters.asScala(new ArrayList<>(values)).toSeq();
         default: {
           StringBuilder out = new StringBuilder();
           for (int i = 0; i < values.size(); i++) {
@@ -472,11 +491,18 @@ final class Aggs {
    * count rises from zero and loses it when the count falls back to zero. */
   static final class Distinct extends Fn {
     private final Fn inner;
+    private final boolean keepsNull;
     private transient MapState<Row, Long> counts;
 
-    Distinct(Fn inner) {
+    Distinct(Fn inner, boolean keepsNull) {
       super(inner.argType, inner.resultType);
       this.inner = inner;
+      this.keepsNull = keepsNull;
+    }
+
+    @Override
+    boolean dependsOnOrder() {
+      return inner.dependsOnOrder();
     }
 
     @Override
@@ -513,7 +539,7 @@ final class Aggs {
 
     @Override
     public void add(Object value, long n) {
-      if (value == null) {
+      if (value == null && !fn.keepsNull) {
         return;
       }
       Row key = RowFactory.create(value);
