@@ -21,7 +21,7 @@ from sqlglot import exp
 from job.catalog import Catalog
 from job.errors import PipelineError
 from job.plan.execution import Execution
-from job.plan.relation import NET, SIGN, Field, Rel, RelScope, conjuncts, output_name
+from job.plan.relation import NET, SIGN, WATERMARK, Field, Rel, RelScope, conjuncts, output_name
 from job.sql.flink.dialect import WindowTVF
 from job.sql.flink.query import Query, is_proctime_call
 from job.sql.flink.translate import Settings, Translator, Typed
@@ -63,6 +63,10 @@ class Planner:
     def state_ttl_ms(self) -> int:
         return self.execution.state_ttl_ms
 
+    def uses_current_watermark(self) -> bool:
+        """Does the query (or a view it reads, being planned) call CURRENT_WATERMARK?"""
+        return any("CURRENT_WATERMARK" in q.flink_sql().upper() for q in self._queries)
+
     def waits_for(self, span_ms: int) -> None:
         self.event_time_span_ms = max(self.event_time_span_ms or 0, span_ms)
 
@@ -87,11 +91,17 @@ class Planner:
 
     # ------------------------------------------------------------------ entry
     def plan(self, query: Query) -> Rel:
-        if not self._queries:
+        root = not self._queries
+        if root:
             self._root = query
         self._queries.append(query)
         try:
-            return self.query(query.tree)
+            rel = self.query(query.tree)
+            if root:
+                from job.plan.current_watermark import finish_query
+
+                rel = finish_query(self, rel, query)
+            return rel
         finally:
             self._queries.pop()
 
@@ -266,10 +276,10 @@ class Planner:
         out: list = []
         for position, item in enumerate(items):
             if isinstance(item, exp.Star):
-                out += [(f.name, None, f) for f in rel.fields]
+                out += [(f.name, None, f) for f in rel.fields if f.name != WATERMARK]
             elif isinstance(item, exp.Column) and isinstance(item.this, exp.Star):
                 q = item.table.lower()
-                matched = [f for f in rel.fields if (f.qualifier or "").lower() == q]
+                matched = [f for f in rel.fields if (f.qualifier or "").lower() == q and f.name != WATERMARK]
                 if not matched:
                     raise self.error(item, f"unknown table '{item.table}' in '{item.table}.*'")
                 out += [(f.name, None, f) for f in matched]
@@ -315,6 +325,9 @@ class Planner:
         net_key = None
         if rel.net_key is not None and all(c in renames for c in rel.net_key):
             net_key = frozenset(renames[c] for c in rel.net_key)
+        for hidden in (f for f in rel.fields if f.name == WATERMARK):  # CURRENT_WATERMARK's, passed on
+            selected.append(F.col(f"`{hidden.col}`"))
+            fields.append(Field(WATERMARK, None, hidden.col, hidden.type))
         extra = ([F.col(SIGN)] if SIGN in rel.df.columns else []) + ([F.col(NET)] if net_key is not None else [])
         return Rel(rel.df.select(*selected, *extra), fields, rel.append_only, key, rel.steps,
                    computed=frozenset(computed), net_key=net_key, arrival_order=rel.arrival_order)

@@ -201,6 +201,11 @@ def conjuncts(node: Optional[exp.Expression]) -> list[exp.Expression]:
     return [node]
 
 
+# The hidden field holding a table's batch watermark (job.plan.scan), which
+# CURRENT_WATERMARK reads; ``*`` never shows it.
+WATERMARK = "$watermark"
+
+
 def output_name(node: exp.Expression, position: int) -> str:
     """The column name Flink gives a select item: its alias, the column's own name, or
     ``EXPR$n`` for other expressions."""

@@ -15,8 +15,16 @@ def scan(planner, table, alias: str) -> Rel:
     df = stream.df
     fields, renamed = table_fields(planner, table, alias)
     if stream.mode == APPEND:
-        return Rel(df.select(*renamed), fields, append_only=True, steps=[f"scan {table.name}: append-only"],
-                   arrival_order=True)
+        rows = df.select(*renamed)
+        steps = [f"scan {table.name}: append-only"]
+        if table.watermark is not None and planner.uses_current_watermark():
+            from job.plan.current_watermark import with_current_watermark
+
+            rows, field = with_current_watermark(planner, rows, fields, table)
+            fields = [*fields, field]
+            steps.append(f"CURRENT_WATERMARK({table.watermark.column}): the watermark of the rows before each row "
+                         "[engine: currentWatermark; stateful: the largest event time; one sequence]")
+        return Rel(rows, fields, append_only=True, steps=steps, arrival_order=True)
     if stream.mode == UPSERT:
         pk_cols = tuple(f.col for f in fields if f.name in table.primary_key)
         staged = df.select(*renamed, F.col("__kind").alias("kind"), F.col("__seq_major").alias("seq_major"),

@@ -82,6 +82,8 @@ TUMBLE = "TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE))"
       "left join on a constant key (every row meets every row: one operator instance) [engine: join;"]),
     ("SELECT o.uid, s.uid, '' FROM orders o JOIN ships s ON o.amount < s.sid",
      ["inner join on a constant key (every row meets every row: one operator instance) [engine: join;"]),
+    ("SELECT uid, CAST(CURRENT_WATERMARK(ts) AS STRING), '' FROM orders WHERE ts > CURRENT_WATERMARK(ts)",
+     ["CURRENT_WATERMARK(ts): the watermark of the rows before each row [engine: currentWatermark;"]),
     ("SELECT uid, CAST(STDDEV_POP(amount) AS STRING), '' FROM orders GROUP BY uid",
      ["SUM(CAST(amount AS DOUBLE) * CAST(amount AS DOUBLE))", "[engine: aggregate;"]),
 ])

@@ -3,7 +3,10 @@ bitmaps, network addresses, structured types, model inference and the process ta
 functions, the window table functions and the legacy group window functions."""
 from __future__ import annotations
 
-from job.sql.flink.functions import AGGREGATE, TABLE, WINDOW, not_supported, planned
+from sqlglot import exp
+
+from job.sql.flink.functions import AGGREGATE, TABLE, WINDOW, not_supported, planned, scalar
+from job.sql.flink.typed import Typed
 
 for _name in ("GROUP_ID", "GROUPING", "GROUPING_ID"):
     not_supported(_name, "grouping", f"{_name}(…)", why="GROUPING SETS, ROLLUP and CUBE are not supported yet")
@@ -23,7 +26,29 @@ for _name in ("OBJECT_OF", "OBJECT_UPDATE"):
 for _name in ("ML_PREDICT", "FROM_CHANGELOG", "TO_CHANGELOG"):
     not_supported(_name, "table", f"{_name}(…)", kind=TABLE)
 not_supported("SOURCE_WATERMARK", "other", "SOURCE_WATERMARK()", why="a source's own watermarks")
-not_supported("CURRENT_WATERMARK", "temporal", "CURRENT_WATERMARK(rowtime)")
+
+
+@scalar("CURRENT_WATERMARK", "temporal", "CURRENT_WATERMARK(rowtime)",
+        "The watermark the rows before this one made on ROWTIME's table (the largest event time so far minus the "
+        "WATERMARK's delay, as Flink's assigner computes it with one reader), NULL before the first. Over a "
+        "table's rows (filtered, projected, through views), not in a query with event-time operators yet.")
+def current_watermark(call):
+    from job.plan.relation import WATERMARK
+
+    call.arity(1)
+    node = call.raw[0]
+    scope = getattr(call.tr, "scope", None)
+    if not isinstance(node, exp.Column) or not hasattr(scope, "resolve_column"):
+        call.refuse("CURRENT_WATERMARK takes a rowtime attribute column of the table the query reads")
+    field, path = scope.resolve_column(node)
+    if path or field.time != "rowtime":
+        call.refuse(f"CURRENT_WATERMARK takes a rowtime attribute (a column with a WATERMARK), not {node.sql()}",
+                    node=node)
+    for hidden in scope.rel.fields:
+        if hidden.name == WATERMARK and hidden.qualifier == field.qualifier:
+            return Typed(f"`{hidden.col}`", hidden.type)
+    call.refuse("CURRENT_WATERMARK is supported over the rowtime attribute of a table read by this query, not "
+                "through a join, an aggregation or a view's projection yet", node=node)
 
 # Window table functions: planned from FROM TABLE(…) (job/plan/windows.py).
 for _name, _sig in [("TUMBLE", "TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), size [, offset]))"),

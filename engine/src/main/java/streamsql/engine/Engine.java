@@ -235,6 +235,21 @@ public final class Engine {
 
   // ------------------------------------------------------------------ event-time operators
 
+  /**
+   * CURRENT_WATERMARK. Spec: keys (one constant column: one sequence of rows), rowtime,
+   * delay_ms, column (the output column), local (TIMESTAMP rather than TIMESTAMP_LTZ).
+   * Output: the input's columns and each row's watermark.
+   */
+  public static Dataset<Row> currentWatermark(Dataset<Row> input, String json) {
+    Spec s = Spec.parse(json);
+    boolean local = s.flag("local");
+    StructType output = input.schema().add(s.text("column"),
+        local ? DataTypes.TimestampNTZType : DataTypes.TimestampType, true);
+    WatermarkOp op = new WatermarkOp(input.schema().fieldIndex(s.text("rowtime")), s.number("delay_ms", 0), local);
+    return grouped(input, s.strings("keys")).transformWithState(op, TimeMode.None(), OutputMode.Append(),
+        Encoders.row(output));
+  }
+
   /** An event-time operator (timers fire as the watermark passes them). */
   private static Dataset<Row> timed(Dataset<Row> input, List<String> keys, TimedOperator op, StructType output,
                                     boolean eventTime) {
