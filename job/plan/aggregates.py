@@ -89,8 +89,8 @@ def group_aggregate(planner, rel: Rel, node: exp.Select) -> Rel:
         else:
             if engine_name in ("sum", "avg") and not (arg is None or arg.type.is_numeric or arg.type.is_null):
                 raise planner.error(call.node, f"{call.function.name} needs a numeric argument, not {arg.type}")
-            if arg is not None and not arg.type.is_null and _unordered(arg.type) and engine_name in (
-                    "min", "max", "first_value", "last_value", "listagg", "array_agg"):
+            if arg is not None and not arg.type.is_null and _unordered(arg.type) and (
+                    engine_name in ("min", "max") or engine_name in ORDER_DEPENDENT):
                 raise planner.error(call.node, f"{call.function.name} of a {arg.type.summary(False)} value is not "
                                                "supported yet")
             col = f"a{i}"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 
-from job.plan.relation import NET, SIGN, WATERMARK, Field, Rel
+from job.plan.relation import WATERMARK, Field, Rel, keep_fields
 
 
 def with_current_watermark(planner, rows, fields, table):
@@ -49,9 +49,4 @@ def finish_query(planner, rel: Rel, query) -> Rel:
                                   "temporal and window joins, OVER, deduplication on event time) is not supported yet")
     if not any(f.name == WATERMARK for f in rel.fields):
         return rel
-    from pyspark.sql import functions as F
-
-    fields = [f for f in rel.fields if f.name != WATERMARK]
-    extra = [F.col(c) for c in (SIGN, NET) if c in rel.df.columns]
-    return Rel(rel.df.select(*[F.col(f"`{f.col}`") for f in fields], *extra), fields, rel.append_only,
-               rel.unique_key, rel.steps, computed=rel.computed, net_key=rel.net_key)
+    return keep_fields(rel, [f for f in rel.fields if f.name != WATERMARK])

@@ -155,10 +155,9 @@ def regular_join(planner, left: Rel, right: Rel, node: exp.Join) -> Rel:
     from pyspark.sql import functions as F
 
     kind = join_kind(node)
-    if (node.args.get("kind") or "").lower() == "cross" or (node.args.get("on") is None and not node.args.get("using")) \
-            or not split_condition(planner, left, right, node)[0]:
-        return _join_on_one_key(planner, left, right, node)
     pairs, left_only, right_only, mixed = split_condition(planner, left, right, node)
+    if not pairs or (node.args.get("kind") or "").lower() == "cross":  # no equality between the sides
+        return _join_on_one_key(planner, left, right, node)
     if mixed and kind != "inner":
         raise planner.error(mixed[0], f"this {kind.upper()} JOIN condition compares both sides with something other "
                                       "than '=', which is not supported yet", hint="move it to WHERE, or make the "

@@ -54,7 +54,7 @@ class Planner:
         # interval bound): what the end of a bounded input must advance time by. None:
         # the query has no event-time operator.
         self.event_time_span_ms: Optional[int] = None
-        # While a SELECT with LISTAGG, FIRST_VALUE or LAST_VALUE plans its FROM clause, a
+        # While a SELECT with LISTAGG, FIRST_VALUE, LAST_VALUE or ARRAY_AGG plans its FROM, a
         # normalized changelog keeps each change's position, so that those functions
         # apply the changes in the order Flink does (see job.plan.aggregates).
         self.keeps_positions = False
@@ -65,7 +65,8 @@ class Planner:
 
     def uses_current_watermark(self) -> bool:
         """Does the query (or a view it reads, being planned) call CURRENT_WATERMARK?"""
-        return any("CURRENT_WATERMARK" in q.flink_sql().upper() for q in self._queries)
+        return any(call.name.upper() == "CURRENT_WATERMARK" for q in self._queries
+                   for call in q.tree.find_all(exp.Anonymous))
 
     def waits_for(self, span_ms: int) -> None:
         self.event_time_span_ms = max(self.event_time_span_ms or 0, span_ms)

@@ -15,7 +15,7 @@ from typing import Optional
 from sqlglot import exp
 
 from job.plan import engine
-from job.plan.relation import NET, SIGN, Field, Rel, conjuncts
+from job.plan.relation import NET, SIGN, Field, Rel, conjuncts, keep_fields
 from job.sql.types import BIGINT_TYPE
 
 RANKING = {"ROW_NUMBER": "row_number", "RANK": "rank", "DENSE_RANK": "dense_rank"}
@@ -274,15 +274,7 @@ def with_hidden_order_keys(planner, node: exp.Select) -> tuple[exp.Select, int]:
 
 def without_hidden_order_keys(rel: Rel, hidden: int) -> Rel:
     """``rel`` without the last ``hidden`` fields (see :func:`with_hidden_order_keys`)."""
-    from pyspark.sql import functions as F
-
-    if not hidden:
-        return rel
-    fields = rel.fields[:-hidden]
-    extra = [F.col(c) for c in (SIGN, NET) if c in rel.df.columns]
-    return Rel(rel.df.select(*[F.col(f"`{f.col}`") for f in fields], *extra), fields, rel.append_only,
-               rel.unique_key if rel.unique_key and rel.unique_key <= {f.col for f in fields} else None,
-               rel.steps, computed=rel.computed)
+    return keep_fields(rel, rel.fields[:-hidden]) if hidden else rel
 
 
 def _order_field(planner, rel: Rel, ordered: exp.Ordered) -> Field:

@@ -82,9 +82,9 @@ class Rel:
     # window_start / window_end / window_time fields, for the aggregation that follows.
     window: Optional[object] = None
     window_fields: Optional[dict] = None
-    # The rows (of an updating relation) are in the order the source holds them: a
-    # changelog source's signed rows, filtered or projected, never shuffled. Order-
-    # dependent aggregates (LISTAGG, FIRST_VALUE, LAST_VALUE) need it, or the positions
+    # The rows are in the order the source holds them: a table's rows (append-only or a
+    # changelog's signed rows), filtered or projected, never shuffled. Order-dependent
+    # aggregates (LISTAGG, FIRST_VALUE, LAST_VALUE, ARRAY_AGG) need it, or the positions
     # of a normalized changelog (job.plan.aggregates).
     arrival_order: bool = False
 
@@ -201,9 +201,21 @@ def conjuncts(node: Optional[exp.Expression]) -> list[exp.Expression]:
     return [node]
 
 
-# The hidden field holding a table's batch watermark (job.plan.scan), which
+# The hidden field holding each row's watermark (job.plan.current_watermark), which
 # CURRENT_WATERMARK reads; ``*`` never shows it.
 WATERMARK = "$watermark"
+
+
+def keep_fields(rel: Rel, fields: list) -> Rel:
+    """``rel`` with only ``fields`` (and its __sign / __net): its keys kept where they are
+    made of those fields."""
+    from pyspark.sql import functions as F
+
+    kept = {f.col for f in fields}
+    extra = [F.col(c) for c in (SIGN, NET) if c in rel.df.columns]
+    return Rel(rel.df.select(*[F.col(f"`{f.col}`") for f in fields], *extra), list(fields), rel.append_only,
+               rel.unique_key if rel.unique_key and rel.unique_key <= kept else None, rel.steps,
+               computed=rel.computed, net_key=rel.net_key if rel.net_key and rel.net_key <= kept else None)
 
 
 def output_name(node: exp.Expression, position: int) -> str:

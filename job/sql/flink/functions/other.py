@@ -47,8 +47,8 @@ def current_watermark(call):
     for hidden in scope.rel.fields:
         if hidden.name == WATERMARK and hidden.qualifier == field.qualifier:
             return Typed(f"`{hidden.col}`", hidden.type)
-    call.refuse("CURRENT_WATERMARK is supported over the rowtime attribute of a table read by this query, not "
-                "through a join, an aggregation or a view's projection yet", node=node)
+    call.refuse("CURRENT_WATERMARK is supported over the rowtime attribute of a table read by this query (also "
+                "through views), not through a join or an aggregation yet", node=node)
 
 # Window table functions: planned from FROM TABLE(…) (job/plan/windows.py).
 for _name, _sig in [("TUMBLE", "TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), size [, offset]))"),

@@ -91,34 +91,7 @@ final class AggregateOp extends Operator {
     }
     boolean wasAlive = stored != null && (count > 0 || global);
     Object[] before = wasAlive ? results(accs) : null;
-    // The batch's changes netted per argument tuple first: changes inside a batch arrive
-    // in no particular order (a retraction may come before the row it retracts), and
-    // each accumulator then sees every distinct tuple once. Order-dependent calls see
-    // every change in its order instead.
-    Map<List<Object>, long[]> net = new LinkedHashMap<>();
-    List<Row> inOrder = ordered ? new ArrayList<>() : null;
-    while (rows.hasNext()) {
-      Row r = rows.next();
-      if (ordered) {
-        inOrder.add(r);
-        continue;
-      }
-      net.computeIfAbsent(Arrays.asList(args(r)), k -> new long[1])[0] += sign(r, signAt);
-    }
-    if (ordered) {
-      if (majorAt >= 0) {
-        inOrder.sort(this::byPosition);
-      }
-      for (Row r : inOrder) {
-        long n = sign(r, signAt);
-        Object[] args = args(r);
-        count += n;
-        for (int i = 0; i < accs.length; i++) {
-          accs[i].add(args[i], n);
-        }
-      }
-    }
-    for (Map.Entry<List<Object>, long[]> e : net.entrySet()) {
+    for (Map.Entry<List<Object>, long[]> e : changes(rows)) {
       long n = e.getValue()[0];
       if (n == 0) {
         continue;
@@ -162,23 +135,40 @@ final class AggregateOp extends Operator {
     }
   }
 
-  private Object[] args(Row r) {
+  /**
+   * The batch's changes as (argument tuple, count). Netted per tuple: changes inside a
+   * batch arrive in no particular order (a retraction may come before the row it
+   * retracts), and each accumulator then sees every distinct tuple once. Order-dependent
+   * calls get every change, in arrival order or by position (at one position a retraction
+   * before an insertion, -U before +U).
+   */
+  private Iterable<Map.Entry<List<Object>, long[]>> changes(Iterator<Row> rows) {
+    if (!ordered) {
+      Map<List<Object>, long[]> net = new LinkedHashMap<>();
+      rows.forEachRemaining(r -> net.computeIfAbsent(args(r), k -> new long[1])[0] += sign(r, signAt));
+      return net.entrySet();
+    }
+    List<Row> inOrder = new ArrayList<>();
+    rows.forEachRemaining(inOrder::add);
+    if (majorAt >= 0) {
+      inOrder.sort((a, b) -> {
+        int c = NormalizeOp.comparePositions(a, b, majorAt, minorAt);
+        return c != 0 ? c : Long.compare(sign(a, signAt), sign(b, signAt));
+      });
+    }
+    List<Map.Entry<List<Object>, long[]>> out = new ArrayList<>(inOrder.size());
+    for (Row r : inOrder) {
+      out.add(Map.entry(args(r), new long[] {sign(r, signAt)}));
+    }
+    return out;
+  }
+
+  private List<Object> args(Row r) {
     Object[] args = new Object[argAt.length];
     for (int i = 0; i < args.length; i++) {
       args[i] = argAt[i] < 0 ? Boolean.TRUE : r.get(argAt[i]);
     }
-    return args;
-  }
-
-  /** Position order; at one position a retraction before an insertion (-U before +U). */
-  private int byPosition(Row a, Row b) {
-    String ma = a.isNullAt(majorAt) ? "" : a.getString(majorAt);
-    String mb = b.isNullAt(majorAt) ? "" : b.getString(majorAt);
-    int c = ma.compareTo(mb);
-    if (c == 0) {
-      c = Long.compare(position(a, minorAt), position(b, minorAt));
-    }
-    return c != 0 ? c : Long.compare(sign(a, signAt), sign(b, signAt));
+    return Arrays.asList(args);
   }
 
   private Object[] results(Aggs.Acc[] accs) {

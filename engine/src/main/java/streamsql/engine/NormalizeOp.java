@@ -45,11 +45,13 @@ final class NormalizeOp extends Operator {
 
   /** Is the position of {@code a} after that of {@code b}? */
   static boolean later(Row a, Row b, int majorAt, int minorAt) {
+    return comparePositions(a, b, majorAt, minorAt) >= 0; // equal positions: the later arrival wins
+  }
+
+  /** The order of two records' positions in their source (major text, then minor number). */
+  static int comparePositions(Row a, Row b, int majorAt, int minorAt) {
     int c = compareNullable(a.getString(majorAt), b.getString(majorAt));
-    if (c != 0) {
-      return c > 0;
-    }
-    return position(a, minorAt) >= position(b, minorAt); // equal positions: the later arrival wins
+    return c != 0 ? c : Long.compare(position(a, minorAt), position(b, minorAt));
   }
 
   private static int compareNullable(String a, String b) {
