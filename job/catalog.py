@@ -1,11 +1,12 @@
-"""The pipeline's tables and views, by name (case-insensitive, like Flink's default)."""
+"""The pipeline's tables, views and functions, by name (case-insensitive, like Flink's
+default), and the jars it adds."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Optional
 
 from job.errors import PipelineError
-from job.sql.statements import CreateTable, CreateView
+from job.sql.statements import AddJar, CreateFunction, CreateTable, CreateView
 
 
 def short_name(name: str) -> str:
@@ -17,6 +18,21 @@ def short_name(name: str) -> str:
 class Catalog:
     tables: dict[str, CreateTable] = field(default_factory=dict)
     views: dict[str, CreateView] = field(default_factory=dict)
+    functions: dict[str, CreateFunction] = field(default_factory=dict)
+    jars: list[AddJar] = field(default_factory=list)
+
+    def add_function(self, function: CreateFunction) -> None:
+        key = function.name.lower()
+        existing = self.functions.get(key)
+        if existing is not None:
+            if function.if_not_exists:
+                return
+            where = existing.source.origin if existing.source else None
+            raise PipelineError(f"function '{function.name}' is already defined{f' at {where}' if where else ''}",
+                                origin=function.source.origin if function.source else None,
+                                statement=function.source.text if function.source else None,
+                                hint="CREATE FUNCTION IF NOT EXISTS keeps the first one")
+        self.functions[key] = function
 
     def add_table(self, table: CreateTable) -> None:
         self._check_free(table.name, table.source, table.if_not_exists)

@@ -2,8 +2,10 @@
 # Fetch the extra jars from Maven Central into jars/ (gitignored):
 #   jars/spark/  <- conf/pom.xml        (Kafka connector + PostgreSQL driver for Spark)
 #   jars/kafka/  <- conf/pom-kafka.xml  (a real Kafka broker + CLI tools, never on Spark's classpath)
+#   jars/flink/  <- conf/pom-flink.xml  (Flink's function API, added to a session only when a
+#                                        pipeline declares a Java user-defined function)
 #
-# Usage: scripts/jars.sh [spark|kafka|all] [--force] [--quiet]
+# Usage: scripts/jars.sh [spark|kafka|flink|all] [--force] [--quiet]
 # Idempotent: each dir carries a stamp with the sha256 of the pom that produced it and is
 # skipped while that pom is unchanged (--force: fetch anyway; --quiet: say nothing then).
 # Safe to run concurrently (flock). Needs mvn + java only when something must be fetched.
@@ -16,7 +18,7 @@ for arg in "$@"; do
   case "$arg" in
     --force) FORCE=1 ;;
     --quiet|-q) QUIET=1 ;;
-    spark|kafka|all) WHICH="$arg" ;;
+    spark|kafka|flink|all) WHICH="$arg" ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "jars.sh: unknown argument: $arg" >&2; exit 2 ;;
   esac
@@ -91,7 +93,7 @@ fetch() {
     rm -rf "$tmp"
     return 1
   fi
-  if [[ "$name" == spark ]]; then check_no_duplicates "$tmp" || { rm -rf "$tmp"; return 1; }; fi
+  if [[ "$name" == spark || "$name" == flink ]]; then check_no_duplicates "$tmp" || { rm -rf "$tmp"; return 1; }; fi
   echo "$hash" >"$tmp/.stamp"
   rm -rf "$dest"
   mv "$tmp" "$dest"
@@ -99,5 +101,6 @@ fetch() {
   if [[ "$name" == spark ]]; then (cd "$dest" && printf '  %s\n' ./*.jar | sed 's|\./||' >&2); fi
 }
 
-if [[ $WHICH != kafka ]]; then fetch spark conf/pom.xml; fi
-if [[ $WHICH != spark ]]; then fetch kafka conf/pom-kafka.xml; fi
+if [[ $WHICH == spark || $WHICH == all ]]; then fetch spark conf/pom.xml; fi
+if [[ $WHICH == kafka || $WHICH == all ]]; then fetch kafka conf/pom-kafka.xml; fi
+if [[ $WHICH == flink || $WHICH == all ]]; then fetch flink conf/pom-flink.xml; fi

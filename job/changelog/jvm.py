@@ -13,17 +13,25 @@ JAR_MISSING = "the changelog engine's jar is not on Spark's class path"
 
 
 def engine_call(spark, operator: str, df, argument: str):
-    """``Engine.<operator>(df, argument)`` as a Python DataFrame.
+    """``Engine.<operator>(df, argument)`` as a Python DataFrame."""
+    from pyspark.sql import DataFrame
+
+    jdf = static_call(spark, ENGINE_CLASS, operator, ("org.apache.spark.sql.Dataset", df._jdf),
+                      ("java.lang.String", argument))
+    return DataFrame(jdf, spark)
+
+
+def static_call(spark, class_name: str, method: str, *args):
+    """``class_name.method(args…)`` of a class in the engine's jar; ``args`` are
+    ``(Java parameter class name, value)`` pairs.
 
     py4j finds classes through the JVM's system class loader, which does not see the jars
     Spark adds at run time (spark.jars); the engine is found through the class loader
     Spark gives the gateway's threads instead, and its method called by reflection."""
-    from pyspark.sql import DataFrame
-
     jvm = spark._jvm
     try:
         loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
-        engine = jvm.java.lang.Class.forName(ENGINE_CLASS, True, loader)
+        cls = jvm.java.lang.Class.forName(class_name, True, loader)
     except Exception as exc:  # noqa: BLE001 - py4j wraps the JVM's ClassNotFoundException
         if "ClassNotFoundException" not in str(exc):
             raise
@@ -32,14 +40,18 @@ def engine_call(spark, operator: str, df, argument: str):
         raise PipelineError(JAR_MISSING, hint="run ./scripts/setup.sh (it builds "
                                               "jars/engine/streamsql-engine.jar)") from None
     gateway = spark.sparkContext._gateway
-    types = gateway.new_array(jvm.java.lang.Class, 2)
-    types[0] = jvm.java.lang.Class.forName("org.apache.spark.sql.Dataset", True, loader)
-    types[1] = jvm.java.lang.Class.forName("java.lang.String")
-    values = gateway.new_array(jvm.java.lang.Object, 2)
-    values[0] = df._jdf
-    values[1] = argument
-    jdf = engine.getMethod(operator, types).invoke(None, values)
-    return DataFrame(jdf, spark)
+    types = gateway.new_array(jvm.java.lang.Class, len(args))
+    values = gateway.new_array(jvm.java.lang.Object, len(args))
+    for i, (java_class, value) in enumerate(args):
+        types[i] = _java_class(jvm, java_class, loader)
+        values[i] = value
+    return cls.getMethod(method, types).invoke(None, values)
+
+
+def _java_class(jvm, name: str, loader):
+    if name == "boolean":
+        return jvm.java.lang.Boolean.TYPE
+    return jvm.java.lang.Class.forName(name, True, loader)
 
 
 def number_rows(spark, df, column: str):

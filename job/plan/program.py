@@ -11,7 +11,7 @@ from job.connectors.registry import parse_duration_ms, validate_options
 from job.errors import PipelineError
 from job.pipeline.load import LoadedPipeline
 from job.sql.parse import parse_statement
-from job.sql.statements import CreateTable, CreateView, Insert, SetOption
+from job.sql.statements import AddJar, CreateFunction, CreateTable, CreateView, Insert, SetOption
 
 
 @dataclass
@@ -37,7 +37,7 @@ def build_program(loaded: LoadedPipeline) -> Program:
 
 
 def declare(statements, conf=None) -> tuple[Catalog, dict[str, str], list[Insert]]:
-    """The tables and views the statements declare, the settings (``conf`` and the SET
+    """The tables, views and functions the statements declare, the settings (``conf`` and the SET
     statements, later ones winning) and the INSERTs, in order."""
     catalog = Catalog()
     conf = dict(conf or {})
@@ -53,6 +53,10 @@ def declare(statements, conf=None) -> tuple[Catalog, dict[str, str], list[Insert
                 catalog.add_table(statement)
             elif isinstance(statement, CreateView):
                 catalog.add_view(statement)
+            elif isinstance(statement, CreateFunction):
+                catalog.add_function(statement)
+            elif isinstance(statement, AddJar):
+                catalog.jars.append(statement)
             elif isinstance(statement, SetOption):
                 conf[statement.key] = statement.value
             elif isinstance(statement, Insert):

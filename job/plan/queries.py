@@ -51,9 +51,11 @@ def new_planner(spark, catalog, conf, open_source: Callable):
     """A planner with the pipeline's SET options that change a plan."""
     from job.plan.execution import Execution
     from job.plan.planner import Planner
+    from job.plan.user_functions import PipelineFunctions
     from job.sql.flink.translate import Settings
 
-    return Planner(spark, catalog, open_source, Settings.from_conf(conf), Execution.from_conf(conf))
+    functions = PipelineFunctions(spark, catalog, conf) if catalog.functions else None
+    return Planner(spark, catalog, open_source, Settings.from_conf(conf, functions), Execution.from_conf(conf))
 
 
 def plan_queries(spark, program: Program, *, checkpoint_dir: str, sources: Callable,

@@ -7,6 +7,9 @@
 * ``SET 'key' = 'value'``, or the older SQL-client form ``SET key = value``, where the
   key is unquoted and the value runs to the end of the statement.
 * ``INSERT INTO|OVERWRITE [TABLE] name [(c, …)] query``
+* ``CREATE [TEMPORARY [SYSTEM]] FUNCTION [IF NOT EXISTS] name AS 'class' [LANGUAGE JAVA|SCALA]
+  [USING JAR 'path' [, JAR 'path']*]`` and ``ADD JAR 'path'``: Flink user-defined functions
+  (the class is found and typed when the pipeline is planned, job.plan.user_functions).
 * Statement-set markers: ``BEGIN STATEMENT SET``, ``EXECUTE STATEMENT SET BEGIN`` and
   ``END``. The job runs all INSERTs as one statement set anyway, so these are no-ops
   and return ``None``. The statement splitter cuts at ``;``, so in
@@ -29,14 +32,14 @@ from job.errors import Origin, PipelineError
 from job.sql.flink.query import parse_query
 from job.sql.clauses import if_not_exists, name_list, optional_comment, qualified_name
 from job.sql.ddl import parse_create_table
-from job.sql.statements import CreateView, Insert, SetOption, Statement, StatementText
+from job.sql.statements import AddJar, CreateFunction, CreateView, Insert, SetOption, Statement, StatementText
 from job.sql.tokens import EOF, IDENT, STRING, Token, TokenStream, describe
 
 SUPPORTED = (
-    "CREATE TABLE, CREATE VIEW, SET 'key' = 'value', INSERT INTO / INSERT OVERWRITE, "
+    "CREATE TABLE, CREATE VIEW, CREATE FUNCTION, ADD JAR, SET 'key' = 'value', INSERT INTO / INSERT OVERWRITE, "
     "and the statement-set markers BEGIN STATEMENT SET / EXECUTE STATEMENT SET BEGIN … END"
 )
-_LEADING = ("CREATE", "INSERT", "SET", "BEGIN", "EXECUTE", "END")
+_LEADING = ("CREATE", "INSERT", "SET", "BEGIN", "EXECUTE", "END", "ADD")
 # Real Flink statements we do not run; no did-you-mean for these (RESET is not a typo of SET).
 _KNOWN_OTHERS = {
     "RESET", "DROP", "ALTER", "USE", "SHOW", "DESCRIBE", "DESC", "EXPLAIN", "LOAD", "UNLOAD",
@@ -70,6 +73,11 @@ def _dispatch(ts: TokenStream, st: StatementText) -> Optional[Statement]:
         return _insert(ts, st)
     if token.is_keyword("SET"):
         return _set(ts, st)
+    if ts.at("ADD", "JAR"):
+        ts.next(), ts.next()
+        path = ts.string("the jar's path as a string literal ('/path/functions.jar')")
+        ts.expect_end("ADD JAR's path")
+        return AddJar(path.value, st)
     if ts.accept("BEGIN", "STATEMENT", "SET") or ts.accept("EXECUTE", "STATEMENT", "SET", "BEGIN"):
         if ts.at_end():
             return None
@@ -112,14 +120,45 @@ def _create(ts: TokenStream, st: StatementText) -> Statement:
     if ts.at("VIEW"):
         return _create_view(ts, st, temporary)
     if ts.at("FUNCTION") or ts.at("SYSTEM", "FUNCTION"):
-        raise ts.error("CREATE FUNCTION is not supported: user-defined functions (Java, Scala or Python classes) "
-                       "do not run on the job", create,
-                       hint="Flink's built-in functions run with Flink's meaning (docs/functions.md); a query that "
-                            "calls a user-defined function cannot run here")
+        return _create_function(ts, st, temporary, create)
     kind = ts.peek()
     if kind.kind == IDENT:
         raise _unsupported(ts, create, f"CREATE {kind.value.upper()}")
     raise ts.expected("TABLE or VIEW after CREATE", kind)
+
+
+def _create_function(ts: TokenStream, st: StatementText, temporary: bool, create: Token) -> CreateFunction:
+    system = ts.accept("SYSTEM") is not None
+    if system and not temporary:
+        raise ts.error("a SYSTEM function must be TEMPORARY: CREATE TEMPORARY SYSTEM FUNCTION …", create)
+    ts.expect("FUNCTION")
+    exists = if_not_exists(ts)
+    name, _ = qualified_name(ts, "a function name")
+    ts.expect("AS", what="AS and the function's class name")
+    class_name = ts.string("the function's class name as a string literal ('com.example.MyFunction')").value
+    language = "JAVA"
+    if ts.accept("LANGUAGE"):
+        word = ts.identifier("JAVA, SCALA or PYTHON after LANGUAGE")
+        language = word.value.upper()
+        if language == "PYTHON":
+            raise ts.error("Python user-defined functions (LANGUAGE PYTHON) are not supported yet", word,
+                           hint="a Java or Scala class extending Flink's ScalarFunction runs on the job")
+        if language not in ("JAVA", "SCALA"):
+            raise ts.error(f"unknown function language '{word.value}'", word, hint="LANGUAGE JAVA, SCALA or PYTHON")
+    jars: list[str] = []
+    if ts.accept("USING"):
+        while True:
+            ts.expect("JAR", what="JAR 'path' after USING")
+            jars.append(ts.string("the jar's path as a string literal").value)
+            if not ts.accept(","):
+                break
+    ts.expect_end("the function's declaration")
+    return CreateFunction(short_function_name(name), class_name, language, tuple(jars), temporary, system, exists, st)
+
+
+def short_function_name(name: str) -> str:
+    """'cat.db.f' → 'f', unquoted: functions are registered under their last name part."""
+    return name.replace("`", "").split(".")[-1]
 
 
 def _create_view(ts: TokenStream, st: StatementText, temporary: bool) -> CreateView:

@@ -133,4 +133,27 @@ class Insert:
     parsed: Optional["Query"] = field(default=None, compare=False, repr=False)  # the query, parsed once
 
 
-Statement = Union[CreateTable, CreateView, SetOption, Insert]
+@dataclass(frozen=True)
+class CreateFunction:
+    """``CREATE [TEMPORARY [SYSTEM]] FUNCTION name AS 'class' [LANGUAGE JAVA] [USING JAR '…']``:
+    a Flink user-defined function, a Java class in a jar (see job.plan.user_functions)."""
+
+    name: str
+    class_name: str
+    language: str = "JAVA"
+    jars: tuple[str, ...] = ()      # USING JAR paths
+    temporary: bool = False
+    system: bool = False            # TEMPORARY SYSTEM: it shadows a built-in function of its name
+    if_not_exists: bool = False
+    source: Optional[StatementText] = None
+
+
+@dataclass(frozen=True)
+class AddJar:
+    """``ADD JAR 'path'``: a jar whose classes the pipeline's functions may use."""
+
+    path: str
+    source: Optional[StatementText] = None
+
+
+Statement = Union[CreateTable, CreateView, SetOption, Insert, CreateFunction, AddJar]

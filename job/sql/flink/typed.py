@@ -59,11 +59,17 @@ class Settings:
     """Session settings that change what an expression means (Flink's ``SET`` keys)."""
 
     local_time_zone: str = "UTC"          # table.local-time-zone
+    # The pipeline's user-defined functions (CREATE FUNCTION): ``lookup(name)`` gives a
+    # job.sql.flink.functions.user.UserFunction or None (job.plan.user_functions).
+    functions: Optional[object] = None
+
+    def user_function(self, name: str):
+        return self.functions.lookup(name) if self.functions is not None else None
 
     @classmethod
-    def from_conf(cls, conf) -> "Settings":
+    def from_conf(cls, conf, functions=None) -> "Settings":
         zone = (conf or {}).get("table.local-time-zone") or system_time_zone()
-        return cls(local_time_zone=zone)
+        return cls(local_time_zone=zone, functions=functions)
 
 
 def system_time_zone() -> str:

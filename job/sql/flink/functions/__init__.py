@@ -260,7 +260,14 @@ def _family(x: LogicalType, family: str) -> bool:
 def call(tr, node: exp.Anonymous):
     """Translate a function call (the translator's handler for exp.Anonymous)."""
     name = node.name.upper()
+    user = tr.settings.user_function(name)
     fn = lookup(name)
+    # Flink resolves a temporary system function before the built-in ones, a catalog
+    # function (CREATE [TEMPORARY] FUNCTION) after them.
+    if user is not None and (user.system or fn is None):
+        from job.sql.flink.functions.user import call_user_function
+
+        return call_user_function(Call(tr, node, _user_entry(user)), user)
     if fn is None:
         close = difflib.get_close_matches(name, [n for n, f in REGISTRY.items() if f.supported], n=1, cutoff=0.75)
         tr.refuse(node, f"'{name}' is not a Flink function (no match found for function signature {name}(…))",
@@ -278,6 +285,10 @@ def call(tr, node: exp.Anonymous):
     if name not in NULL_ARGUMENTS:
         refuse_untyped_null(tr, *node.expressions)
     return fn.translate(Call(tr, node, fn))
+
+
+def _user_entry(user) -> Function:
+    return Function(user.name.upper(), "user-defined", f"{user.name}(…)", kind=SCALAR)
 
 
 # Functions Flink accepts an untyped NULL argument of (its newer functions, with their own

@@ -1,0 +1,186 @@
+package streamsql.engine.udf;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.lang.annotation.Annotation;
+import java.lang.reflect.Method;
+import java.lang.reflect.Modifier;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.api.java.UDF1;
+import org.apache.spark.sql.api.java.UDF10;
+import org.apache.spark.sql.api.java.UDF2;
+import org.apache.spark.sql.api.java.UDF3;
+import org.apache.spark.sql.api.java.UDF4;
+import org.apache.spark.sql.api.java.UDF5;
+import org.apache.spark.sql.api.java.UDF6;
+import org.apache.spark.sql.api.java.UDF7;
+import org.apache.spark.sql.api.java.UDF8;
+import org.apache.spark.sql.api.java.UDF9;
+import org.apache.spark.sql.expressions.UserDefinedFunction;
+import org.apache.spark.sql.functions;
+import org.apache.spark.sql.types.DataType;
+
+/**
+ * Flink user-defined scalar functions (classes extending Flink's {@code ScalarFunction}) on
+ * Spark, as the planner calls them through py4j (job/plan/user_functions.py).
+ *
+ * <p>The planner first asks {@link #describe} what the class is: its Flink kind and its
+ * public {@code eval} methods, each parameter's and the result's Java class and
+ * {@code @DataTypeHint}. It types the call from that with Flink's rules, picks the
+ * overload, and then {@link #register}s that one method as a Spark function, which a query
+ * calls by name. Nothing here is compiled against Flink: its classes are reached by
+ * reflection through the session's class loader, where the pipeline's jars and Flink's
+ * function API (jars/flink/) were added.
+ */
+public final class FlinkFunctions {
+  private FlinkFunctions() {}
+
+  static final String FLINK = "org.apache.flink.table.functions.";
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  /** The class loader that sees the jars added to the session (ADD JAR). */
+  static ClassLoader loader(SparkSession spark) {
+    return spark.sharedState().jarClassLoader();
+  }
+
+  /**
+   * The class as JSON: {@code {"kind": "scalar" | "table" | "aggregate" | "table aggregate" |
+   * "async scalar" | "async table" | "process table" | "other", "custom_inference": bool,
+   * "function_hint": bool, "deterministic": bool, "evals": [{"method": signature, "varargs": bool,
+   * "params": [{"class", "hint"}], "returns": {"class", "hint"}}]}}, or {@code {"missing": message}}
+   * when the class cannot be loaded.
+   */
+  public static String describe(SparkSession spark, String className) throws Exception {
+    ObjectNode out = JSON.createObjectNode();
+    Class<?> cls;
+    try {
+      cls = Class.forName(className, true, loader(spark));
+    } catch (ClassNotFoundException | LinkageError e) {
+      out.put("missing", e.toString());
+      return out.toString();
+    }
+    out.put("kind", kind(cls));
+    out.put("function_hint", hasAnnotation(cls.getAnnotations(), "FunctionHint")
+        || hasAnnotation(cls.getAnnotations(), "FunctionHints"));
+    out.put("custom_inference", overridden(cls, "getTypeInference") || overridden(cls, "getResultType")
+        || overridden(cls, "getParameterTypes"));
+    out.put("abstract", Modifier.isAbstract(cls.getModifiers()));
+    boolean deterministic = true;
+    try {
+      Object instance = cls.getDeclaredConstructor().newInstance();
+      deterministic = (Boolean) cls.getMethod("isDeterministic").invoke(instance);
+    } catch (ReflectiveOperationException | ClassCastException e) {
+      out.put("no_instance", e.toString());
+    }
+    out.put("deterministic", deterministic);
+    ArrayNode evals = out.putArray("evals");
+    for (Method m : cls.getMethods()) {
+      if (!m.getName().equals("eval") || Modifier.isStatic(m.getModifiers())) {
+        continue;
+      }
+      ObjectNode e = evals.addObject();
+      e.put("method", m.toGenericString());
+      e.put("varargs", m.isVarArgs());
+      e.put("function_hint", hasAnnotation(m.getAnnotations(), "FunctionHint")
+          || hasAnnotation(m.getAnnotations(), "FunctionHints"));
+      ArrayNode params = e.putArray("params");
+      Annotation[][] hints = m.getParameterAnnotations();
+      Class<?>[] types = m.getParameterTypes();
+      for (int i = 0; i < types.length; i++) {
+        ObjectNode p = params.addObject();
+        p.put("class", types[i].getName());
+        p.put("hint", hint(hints[i]));
+      }
+      ObjectNode r = e.putObject("returns");
+      r.put("class", m.getReturnType().getName());
+      r.put("hint", hint(m.getAnnotations()));
+    }
+    return out.toString();
+  }
+
+  /**
+   * Registers the {@code eval} method whose {@link Method#toGenericString()} is {@code method}
+   * as the Spark function {@code name} returning {@code returnType} (a Spark DDL type).
+   */
+  public static void register(SparkSession spark, String name, String className, String method,
+      String returnType, boolean deterministic) throws Exception {
+    Class<?> cls = Class.forName(className, true, loader(spark));
+    Method eval = null;
+    for (Method m : cls.getMethods()) {
+      if (m.getName().equals("eval") && m.toGenericString().equals(method)) {
+        eval = m;
+      }
+    }
+    if (eval == null) {
+      throw new IllegalArgumentException("no method " + method + " in " + className);
+    }
+    DataType type = DataType.fromDDL(returnType);
+    ScalarCall call = new ScalarCall(className, method, eval.getParameterCount(), type);
+    UserDefinedFunction udf = switch (eval.getParameterCount()) {
+      case 1 -> functions.udf((UDF1<Object, Object>) call, type);
+      case 2 -> functions.udf((UDF2<Object, Object, Object>) call, type);
+      case 3 -> functions.udf((UDF3<Object, Object, Object, Object>) call, type);
+      case 4 -> functions.udf((UDF4<Object, Object, Object, Object, Object>) call, type);
+      case 5 -> functions.udf((UDF5<Object, Object, Object, Object, Object, Object>) call, type);
+      case 6 -> functions.udf((UDF6<Object, Object, Object, Object, Object, Object, Object>) call, type);
+      case 7 -> functions.udf((UDF7<Object, Object, Object, Object, Object, Object, Object, Object>) call, type);
+      case 8 -> functions.udf(
+          (UDF8<Object, Object, Object, Object, Object, Object, Object, Object, Object>) call, type);
+      case 9 -> functions.udf(
+          (UDF9<Object, Object, Object, Object, Object, Object, Object, Object, Object, Object>) call, type);
+      case 10 -> functions.udf(
+          (UDF10<Object, Object, Object, Object, Object, Object, Object, Object, Object, Object, Object>) call,
+          type);
+      default -> throw new IllegalArgumentException(
+          "a function of " + eval.getParameterCount() + " arguments (1 to " + ScalarCall.MAX_ARGS + " run)");
+    };
+    spark.udf().register(name, deterministic ? udf : udf.asNondeterministic());
+  }
+
+  private static String kind(Class<?> cls) {
+    for (Class<?> c = cls; c != null; c = c.getSuperclass()) {
+      switch (c.getName()) {
+        case FLINK + "ScalarFunction": return "scalar";
+        case FLINK + "TableFunction": return "table";
+        case FLINK + "AggregateFunction": return "aggregate";
+        case FLINK + "TableAggregateFunction": return "table aggregate";
+        case FLINK + "AsyncScalarFunction": return "async scalar";
+        case FLINK + "AsyncTableFunction": return "async table";
+        case FLINK + "ProcessTableFunction": return "process table";
+        default: break;
+      }
+    }
+    return "other";
+  }
+
+  /** Does the user's class (or a class of theirs between it and Flink's) override it? */
+  private static boolean overridden(Class<?> cls, String name) {
+    for (Method m : cls.getMethods()) {
+      if (m.getName().equals(name) && !m.getDeclaringClass().getName().startsWith("org.apache.flink.")) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private static boolean hasAnnotation(Annotation[] annotations, String simpleName) {
+    for (Annotation a : annotations) {
+      if (a.annotationType().getName().equals("org.apache.flink.table.annotation." + simpleName)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** {@code @DataTypeHint("…")}'s type text, "" for a hint without one, null for no hint. */
+  private static String hint(Annotation[] annotations) throws ReflectiveOperationException {
+    for (Annotation a : annotations) {
+      if (a.annotationType().getName().equals("org.apache.flink.table.annotation.DataTypeHint")) {
+        Object value = a.annotationType().getMethod("value").invoke(a);
+        return value == null ? "" : value.toString();
+      }
+    }
+    return null;
+  }
+}

@@ -1,0 +1,165 @@
+"""Calls of Flink user-defined scalar functions (``CREATE FUNCTION f AS 'com.example.F'``).
+
+A :class:`UserFunction` is what the planner learnt of the class (job.plan.user_functions
+reads it in the JVM): its ``eval`` methods, each typed here the way Flink's reflective
+extraction types it — a parameter's Java class gives its Flink type
+(``long`` → ``BIGINT NOT NULL``, ``Integer`` → ``INT``, ``String`` → ``STRING``,
+``LocalDateTime`` → ``TIMESTAMP(9)`` …), and a ``@DataTypeHint("…")`` replaces it
+(``StringData`` needs one; ``BigDecimal`` without one is ``DECIMAL(38, 18)``).
+
+A call is checked as Flink checks it: each argument must convert implicitly to its
+parameter, nullability included (a nullable column is no argument for a primitive
+``long``: Flink rejects ``BIGINT NOT NULL expected but BIGINT passed``). When several
+overloads accept the arguments, the one whose parameters are the arguments' own types is
+taken; a call Flink would have to choose for by its own ranking is refused, as is a call
+that could mean an overload whose types the job cannot pass (an ``ARRAY``, a ``Row`` …).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from job.errors import PipelineError
+from job.sql.flink.typed import Typed
+from job.sql.logical_types import LogicalType, decimal, t, timestamp
+from job.sql.types import logical_type
+
+MAX_ARGS = 10
+
+_INTEGERS = ("TINYINT", "SMALLINT", "INT", "BIGINT")
+_NUMERIC_ORDER = _INTEGERS + ("DECIMAL", "FLOAT", "DOUBLE")
+
+# Java class → (Flink type, the type families a @DataTypeHint on it may name).
+_JAVA = {
+    "java.lang.String": (t("VARCHAR", 2147483647), ("CHAR", "VARCHAR")),
+    "org.apache.flink.table.data.StringData": (None, ("CHAR", "VARCHAR")),
+    "boolean": (t("BOOLEAN", nullable=False), ("BOOLEAN",)),
+    "java.lang.Boolean": (t("BOOLEAN"), ("BOOLEAN",)),
+    "byte": (t("TINYINT", nullable=False), ("TINYINT",)),
+    "java.lang.Byte": (t("TINYINT"), ("TINYINT",)),
+    "short": (t("SMALLINT", nullable=False), ("SMALLINT",)),
+    "java.lang.Short": (t("SMALLINT"), ("SMALLINT",)),
+    "int": (t("INT", nullable=False), ("INT",)),
+    "java.lang.Integer": (t("INT"), ("INT",)),
+    "long": (t("BIGINT", nullable=False), ("BIGINT",)),
+    "java.lang.Long": (t("BIGINT"), ("BIGINT",)),
+    "float": (t("FLOAT", nullable=False), ("FLOAT",)),
+    "java.lang.Float": (t("FLOAT"), ("FLOAT",)),
+    "double": (t("DOUBLE", nullable=False), ("DOUBLE",)),
+    "java.lang.Double": (t("DOUBLE"), ("DOUBLE",)),
+    "java.math.BigDecimal": (decimal(38, 18), ("DECIMAL",)),
+    "java.time.LocalDate": (t("DATE"), ("DATE",)),
+    "java.time.LocalDateTime": (timestamp(9), ("TIMESTAMP",)),
+    "java.time.Instant": (timestamp(9, ltz=True), ("TIMESTAMP_LTZ",)),
+    "[B": (t("VARBINARY", 2147483647), ("BINARY", "VARBINARY")),
+}
+
+
+def java_type(java_class: str, hint: Optional[str], what: str) -> LogicalType:
+    """The Flink type of a parameter or result of Java class ``java_class`` with the
+    ``@DataTypeHint`` text ``hint`` (None: no hint); raises ValueError saying why not."""
+    known = _JAVA.get(java_class)
+    if known is None:
+        raise ValueError(f"{what} is a {java_class}, which the job cannot pass to or from a function yet "
+                         f"(supported: {', '.join(sorted(c for c in _JAVA if '.' in c or c == '[B'))} and "
+                         f"Java's primitive types)")
+    default, families = known
+    if not hint:
+        if default is None:
+            raise ValueError(f"{what} is a {java_class} without a @DataTypeHint, which Flink cannot type either")
+        return default
+    try:
+        hinted = logical_type(hint)
+    except PipelineError as exc:
+        raise ValueError(f"{what}: @DataTypeHint(\"{hint}\") is not a type the job knows ({exc.message})") from None
+    if hinted.name not in families:
+        raise ValueError(f"{what}: @DataTypeHint(\"{hint}\") does not fit its Java class {java_class}")
+    primitive = "." not in java_class and java_class != "[B"
+    return hinted.nullable_as(False) if primitive else hinted
+
+
+@dataclass(frozen=True)
+class Overload:
+    """One public ``eval`` method: its Flink parameter and result types, or why the job
+    cannot call it (``refusal``)."""
+
+    method: str                               # Java's Method.toGenericString(), its identity
+    arity: int
+    params: tuple[LogicalType, ...] = ()
+    result: Optional[LogicalType] = None
+    refusal: Optional[str] = None
+    spark_name: str = ""                      # the Spark function it is registered as
+    varargs: bool = False
+
+    def takes(self, n: int) -> bool:
+        return self.arity == n or (self.varargs and n >= self.arity - 1)
+
+
+@dataclass(frozen=True)
+class UserFunction:
+    name: str
+    class_name: str
+    system: bool                               # TEMPORARY SYSTEM: before the built-in functions
+    overloads: tuple[Overload, ...]
+    declared_at: str = ""                      # "file:line:col" of its CREATE FUNCTION
+    register: Callable[[Overload], None] = field(default=lambda overload: None, compare=False, repr=False)
+
+
+def implicit_cast(src: LogicalType, dst: LogicalType) -> bool:
+    """Does Flink pass a value of ``src`` for a parameter of ``dst`` (its implicit casts,
+    as its function-call check applies them, with nullability)?"""
+    if src.is_null:
+        return dst.nullable
+    if src.nullable and not dst.nullable:
+        return False
+    a, b = src.name, dst.name
+    if src.is_character and dst.is_character:
+        return True
+    if src.is_binary and dst.is_binary:
+        return True
+    if a in _NUMERIC_ORDER and b in _NUMERIC_ORDER:
+        if a == b == "DECIMAL":
+            return True
+        return _NUMERIC_ORDER.index(a) <= _NUMERIC_ORDER.index(b) and not (a == "FLOAT" and b == "DECIMAL")
+    if a == b and a in ("TIMESTAMP", "TIMESTAMP_LTZ"):
+        return True
+    return src.nullable_as(dst.nullable) == dst
+
+
+def _same_types(args: list[LogicalType], params: tuple[LogicalType, ...]) -> bool:
+    """Every argument already of its parameter's type (lengths, precision and nullability
+    aside): the overload Flink's own ranking would choose too."""
+    return all(a.name == p.name or (a.is_character and p.is_character) for a, p in zip(args, params))
+
+
+def call_user_function(call, fn: UserFunction) -> Typed:
+    """``fn(args…)`` (``call``: the library's :class:`Call`) as a call of the Spark function
+    registered for the chosen ``eval`` method."""
+    n = len(call)
+    args = [call.arg(i) for i in range(n)]
+    types = [a.type for a in args]
+    shown = ", ".join(str(x) for x in types)
+    candidates = [o for o in fn.overloads if o.takes(n)]
+    blocked = [o for o in candidates if o.refusal]
+    if blocked:
+        call.refuse(f"{fn.name} ({fn.class_name}): {blocked[0].refusal}")
+    fitting = [o for o in candidates if all(implicit_cast(a, p) for a, p in zip(types, o.params))]
+    if len(fitting) > 1:
+        exact = [o for o in fitting if _same_types(types, o.params)]
+        if len(exact) == 1:
+            fitting = exact
+        else:
+            call.refuse(f"{fn.name}({shown}) fits {len(fitting)} eval methods of {fn.class_name}; the job does not "
+                        f"choose among them as Flink would", hint="CAST the arguments to one method's parameter types")
+    if not fitting:
+        signatures = "; ".join(f"{fn.name}({', '.join(str(p) for p in o.params)})" for o in fn.overloads) or "none"
+        call.refuse(f"invalid function call {fn.name}({shown}): no eval method of {fn.class_name} takes these "
+                    f"argument types", hint=f"its signatures: {signatures}. Flink passes an argument only by an "
+                                            f"implicit cast, and a nullable one never to a primitive parameter")
+    chosen = fitting[0]
+    fn.register(chosen)
+    passed = []
+    for value, param in zip(args, chosen.params):
+        same = value.type.nullable_as(param.nullable) == param or (value.type.is_character and param.is_character)
+        passed.append(value.sql if same else call.tr.cast(value, param.nullable_as(value.type.nullable)).sql)
+    return Typed(f"`{chosen.spark_name}`({', '.join(passed)})", chosen.result)
