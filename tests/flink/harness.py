@@ -15,6 +15,7 @@ or generated from a seed) — and cases, each a query over them:
         query: SELECT UPPER(cat) FROM orders
         time_zone: Asia/Shanghai                                   # optional table.local-time-zone
         statements: ["SET 'k' = 'v'", "CREATE VIEW …"]             # optional, before the query
+                     # (${UDF_JAR}: the jar of tests/flink/udf/'s functions)
 
 Both engines read the same files through the same CREATE TABLE (connector
 'filesystem'). Flink runs every case in one JVM (tests/flink/oracle.py); the job runs
@@ -33,6 +34,7 @@ from typing import Optional
 import yaml
 
 from tests.flink import canonical
+from tests.support.user_functions import with_udf_jar
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES_DIR = Path(__file__).resolve().parent / "cases"
@@ -163,7 +165,8 @@ def load_cases(data_root: Path, only: Optional[str] = None) -> list[Case]:
             statements.append(ddl(name, table, directory))
         data = json.dumps(tables, sort_keys=True, default=str)
         for item in spec.get("cases", []):
-            case = Case(item["name"], group, item["query"].strip(), statements + list(item.get("statements", [])),
+            own = [with_udf_jar(s) for s in item.get("statements", [])]
+            case = Case(item["name"], group, item["query"].strip(), statements + own,
                         item.get("time_zone", "UTC"), item.get("note", ""))
             case.fingerprint = _fingerprint(case, data, str(data_root))
             if only is None or only in case.id:
