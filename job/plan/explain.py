@@ -1,4 +1,4 @@
-"""What ``--dry-run`` and ``--explain`` print: the pipeline's tables and, per query, its
+"""What ``--dry-run`` and ``--explain`` print: the pipeline's tables, its functions and, per query, its
 engine, its sink's feed, its checkpoint and its plan's steps."""
 from __future__ import annotations
 
@@ -15,6 +15,11 @@ def explain_lines(program: Program, plans: list, checkpoint_dir: str) -> list[st
         lines.append(f"  table {table.name} [{opts.get('connector')}, {table_mode(table)}]"
                      f"{' PRIMARY KEY (' + ', '.join(table.primary_key) + ')' if table.primary_key else ''}: "
                      + ", ".join(f"{k}={v}" for k, v in sorted(opts.items()) if k != "connector"))
+    for key, function in sorted(program.catalog.functions.items()):
+        kind = "temporary system function" if function.system else "function"
+        lines.append(f"  {kind} {function.name}: {function.language.title()} class {function.class_name} "
+                     f"[Flink scalar function, called in Spark's JVM]"
+                     + (f", jars {', '.join(function.jars)}" if function.jars else ""))
     for plan in plans:
         lines.append(f"  query {plan.name}: INSERT INTO {plan.sink_table} — {plan.engine} engine, sink fed as {plan.sink_mode}, "
                      f"checkpoint {plan.checkpoint}")

@@ -5,7 +5,7 @@ import pytest
 
 from job.errors import Origin, PipelineError
 from job.sql.parse import parse_statement
-from job.sql.statements import CreateTable, CreateView, Insert, SetOption, StatementText
+from job.sql.statements import AddJar, CreateFunction, CreateTable, CreateView, Insert, SetOption, StatementText
 
 
 def parse(text: str, origin: Origin = Origin("p.sql")):
@@ -252,16 +252,29 @@ def test_unsupported_statements(text, keyword):
     assert err.hint
 
 
-@pytest.mark.parametrize("text", [
-    "CREATE FUNCTION count_char AS 'com.github.nexmark.flink.udf.CountChar'",
-    "CREATE TEMPORARY FUNCTION f AS 'com.x.F'",
-    "CREATE TEMPORARY SYSTEM FUNCTION f AS 'x' LANGUAGE PYTHON",
-    "CREATE FUNCTION IF NOT EXISTS f AS 'x'",
+def test_create_function():
+    f = parse("CREATE FUNCTION count_char AS 'com.github.nexmark.flink.udf.CountChar'")
+    assert isinstance(f, CreateFunction)
+    assert (f.name, f.class_name, f.language, f.jars, f.temporary, f.system) == (
+        "count_char", "com.github.nexmark.flink.udf.CountChar", "JAVA", (), False, False)
+    f = parse("CREATE TEMPORARY SYSTEM FUNCTION IF NOT EXISTS cat.db.`F` AS 'x.F' LANGUAGE scala "
+              "USING JAR '/a.jar', JAR 'file:///b.jar'")
+    assert (f.name, f.language, f.jars, f.temporary, f.system, f.if_not_exists) == (
+        "F", "SCALA", ("/a.jar", "file:///b.jar"), True, True, True)
+    assert parse("ADD JAR '/tmp/f.jar'") == AddJar("/tmp/f.jar", parse("ADD JAR '/tmp/f.jar'").source)
+
+
+@pytest.mark.parametrize("text,line,column,message", [
+    ("CREATE FUNCTION f AS 'x' LANGUAGE PYTHON", 1, 35, "Python user-defined functions (LANGUAGE PYTHON) are not "
+                                                       "supported yet"),
+    ("CREATE FUNCTION f AS 'x' LANGUAGE COBOL", 1, 35, "unknown function language 'COBOL'"),
+    ("CREATE SYSTEM FUNCTION f AS 'x'", 1, 1, "a SYSTEM function must be TEMPORARY"),
+    ("CREATE FUNCTION f AS x.F", 1, 22, "expected the function's class name as a string literal"),
+    ("CREATE FUNCTION f AS 'x' USING '/a.jar'", 1, 32, "expected JAR 'path' after USING"),
+    ("ADD JAR /tmp/a.jar", 1, 9, "expected the jar's path as a string literal"),
 ])
-def test_create_function_is_refused_by_name(text):
-    # Nexmark q14 declares a Java UDF: refused where the statement starts, by name.
-    err = assert_error(text, 1, 1, "CREATE FUNCTION is not supported")
-    assert "user-defined functions" in err.message and err.hint
+def test_create_function_errors(text, line, column, message):
+    assert_error(text, line, column, message)
 
 
 def test_unsupported_statement_hints():
