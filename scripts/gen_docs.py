@@ -234,7 +234,8 @@ def render_functions() -> str:
            "lists them. A *supported* function is translated with Flink's semantics and checked against Flink "
            "(tests/flink/cases); a *refused* one stops the pipeline before anything runs, naming the function "
            "and its line and column. A function Spark has under the same name is used only where it computes "
-           "Flink's answer.", "", "## Summary", ""]
+           "Flink's answer. Your own Flink scalar functions (Java classes, `CREATE FUNCTION`) run too: see "
+           "[User-defined functions](sql.md#user-defined-functions).", "", "## Summary", ""]
     counts = []
     for category in CATEGORY_TITLES:
         these = [fn for fn, _ in entries if fn.category == category]
