@@ -17,7 +17,9 @@ this repository: copy nexmark/nexmark's nexmark-flink/src/main/resources/queries
   kept): 'connector' = 'filesystem' over the generated files, 'format' = 'json';
 * ddl_views.sql: ${NEXMARK_TABLE} is that table;
 * each query's sink: 'connector' = 'blackhole' (q10's filesystem sink too);
-* q13's side_input: 'connector' = 'filesystem' over a generated CSV of 10,000 keys.
+* q13's side_input: 'connector' = 'filesystem' over a generated CSV of 10,000 keys;
+* q14's function (CREATE FUNCTION … 'com.github.nexmark.flink.udf.CountChar'): an ADD JAR of
+  its jar before it (`scripts/nexmark.sh udf --from DIR` builds it from nexmark's sources).
 
 For each query: (1) the result on both engines: Flink runs the INSERT's query with collect()
 (benchmarks/flink_runner.py --collect), the job with job.api.collect (to the end of the input,
@@ -179,6 +181,9 @@ def set_options(statement: str, options: dict[str, str]) -> str:
 _CREATE_TABLE = re.compile(r"^\s*CREATE\s+(?:TEMPORARY\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?`?(\w+)`?", re.I)
 
 
+_CREATE_FUNCTION = re.compile(r"^(?:\s*--[^\n]*\n)*\s*CREATE\s+(?:TEMPORARY\s+)?(?:SYSTEM\s+)?FUNCTION\b", re.I)
+UDF_JAR = ROOT / ".services" / "nexmark" / "nexmark-udf.jar"
+
 _COMPUTED_DATETIME = re.compile(r"`dateTime`\s+AS\s+CASE\b.*?\bEND\s*,", re.I | re.S)
 
 
@@ -202,7 +207,14 @@ def pipeline(query: str, qdir: Path, data: Path, variant: str = "") -> str:
               for s in source]
     views = engines.split_statements((qdir / "ddl_views.sql").read_text().replace("${NEXMARK_TABLE}", "datagen"))
     out = []
-    for s in engines.split_statements((qdir / f"{query}.sql").read_text()):
+    own = engines.split_statements((qdir / f"{query}.sql").read_text())
+    if any(_CREATE_FUNCTION.match(s) for s in own):
+        # q14's function: its jar (scripts/nexmark.sh udf), added as a Flink user adds one
+        if not UDF_JAR.exists():
+            raise ValueError(f"{query} calls a user-defined function: build its jar with "
+                             f"scripts/nexmark.sh udf --from <nexmark checkout>/nexmark-flink/src/main/java")
+        out.append(f"ADD JAR '{UDF_JAR}'")
+    for s in own:
         m = _CREATE_TABLE.match(s)
         if m and m.group(1).lower() == "side_input":
             s = set_options(s, {"connector": "filesystem", "path": str(data / "side_input.csv"), "format": "csv"})

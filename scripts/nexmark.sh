@@ -8,12 +8,18 @@
 #                                                 and DIR/side_input.csv (q13's side table)
 #   scripts/nexmark.sh queries [--from DIR]       print the directory the Flink queries are read
 #                                                 from; --from copies q*.sql and ddl_*.sql there
+#   scripts/nexmark.sh udf [--from DIR]           print the jar of q14's function (CountChar);
+#                                                 --from builds it from DIR, nexmark-flink's
+#                                                 src/main/java, against jars/flink/ (javac)
 #
 # The queries (q0-q22 and their DDL) are nexmark/nexmark's Flink queries
 # (nexmark-flink/src/main/resources/queries/). No package registry ships them, so they are not
 # installed from one and not kept in this repository: benchmarks/nexmark.py reads them from
 # $NEXMARK_QUERIES (default .services/nexmark-queries/, gitignored). Put them there with
 # `scripts/nexmark.sh queries --from <checkout>/nexmark-flink/src/main/resources/queries`.
+# q14 calls a user-defined function of the same repository (com.github.nexmark.flink.udf.
+# CountChar), which no registry ships either: `udf --from <checkout>/nexmark-flink/src/main/java`
+# compiles it into .services/nexmark/nexmark-udf.jar, which both engines load.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -56,9 +62,28 @@ queries() {
   echo "$QUERIES"
 }
 
+udf() {
+  local jar="$DIR/nexmark-udf.jar"
+  if [[ "${1:-}" == "--from" ]]; then
+    local src="${2:?nexmark-flink/src/main/java of a nexmark checkout}"
+    local pkg="$src/com/github/nexmark/flink/udf"
+    [[ -d "$pkg" ]] || { log "no com/github/nexmark/flink/udf in $src"; exit 1; }
+    "$ROOT/scripts/jars.sh" flink --quiet
+    local tmp; tmp="$(mktemp -d)"
+    javac -d "$tmp/classes" -cp "$ROOT/jars/flink/*" "$pkg"/*.java
+    mkdir -p "$DIR"
+    jar cf "$jar" -C "$tmp/classes" .
+    rm -rf "$tmp"
+    log "built $jar"
+  fi
+  [[ -f "$jar" ]] || { log "no $jar (see: scripts/nexmark.sh udf --from DIR)"; exit 3; }
+  echo "$jar"
+}
+
 case "${1:-}" in
   install) install; echo "$BIN" ;;
   generate) shift; generate "$@" ;;
   queries) shift; queries "$@" ;;
+  udf) shift; udf "$@" ;;
   *) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2; exit 2 ;;
 esac
