@@ -231,14 +231,15 @@ def idle_table(records: list[dict]) -> list[str]:
 
 
 def input_table(records: list[dict]) -> list[str]:
-    """The newest input-scale run of each engine."""
-    latest = {r["engine"]: r for r in records}
-    rows = ["| engine | file | events | exit | wall s | CPU s | events/s | peak RSS MB | load avg | when |",
+    """The newest input-scale run of each engine on each kind of input."""
+    latest = {(r.get("source", "files"), r["engine"]): r for r in records}
+    rows = ["| input | engine | events | exit | wall s | CPU s | events/s | peak RSS MB | load avg | when |",
             "|---|---|---|---|---|---|---|---|---|---|"]
-    for engine in sorted(latest):
-        r = latest[engine]
+    for source, engine in sorted(latest):
+        r = latest[(source, engine)]
         load = (r.get("load_before") or [None])[0]
-        rows.append(f"| {engine} | {r['file_bytes'] / 2**30:.2f} GiB | {r['events']:,} | {r['exit']} "
+        what = f"one {r['file_bytes'] / 2**30:.2f} GiB file" if source == "files" else "Kafka backlog, 2 partitions"
+        rows.append(f"| {what} | {engine} | {r['events']:,} | {r['exit']} "
                     f"| {fmt(r.get('wall_s'), 1)} | {fmt(r.get('cpu_s'), 1)} | {fmt(r.get('events_per_s'))} "
                     f"| {fmt(r.get('peak_rss_mb'))} | {fmt(load, 1) if load is not None else '–'} | {r['when'][:10]} |")
     return rows if len(rows) > 2 else ["No input-scale runs recorded yet."]
@@ -274,9 +275,10 @@ def build(results: Path) -> str:
              "state are uploaded in the background. Default memory settings.\n",
              "\n".join(state_table(read_jsonl(results / "state_scale.jsonl"))),
              "\n## Input that scales\n",
-             "The seed count over one Debezium JSON file of 2 GiB (`benchmarks/input_scale.py`: the generated "
-             "users changelog replayed into one file), each engine a whole process with its default memory "
-             "settings, cold page cache.\n",
+             "The seed count over one Debezium JSON file of 2 GiB, and over a Kafka backlog of 50M upserts "
+             "(`benchmarks/input_scale.py`: the generated users changelog replayed into one file, or into one "
+             "2-partition topic read to the offsets there at the start), each engine a whole process with its "
+             "default memory settings, cold page cache for the file.\n",
              "\n".join(input_table(read_jsonl(results / "input_scale.jsonl"))),
              "\n## Nexmark\n",
              "Flink's Nexmark queries, unchanged but for connector options, over the `nexmark` crate's events "

@@ -21,7 +21,7 @@ from typing import Callable, Optional
 
 from job.errors import PipelineError
 from job.sql.flink.typed import Typed
-from job.sql.logical_types import LogicalType, decimal, t, timestamp
+from job.sql.logical_types import BYTES_TYPE, DATE_TYPE, STRING_TYPE, LogicalType, decimal, t, timestamp
 from job.sql.types import logical_type
 
 MAX_ARGS = 10
@@ -31,28 +31,21 @@ _NUMERIC_ORDER = _INTEGERS + ("DECIMAL", "FLOAT", "DOUBLE")
 
 # Java class → (Flink type, the type families a @DataTypeHint on it may name).
 _JAVA = {
-    "java.lang.String": (t("VARCHAR", 2147483647), ("CHAR", "VARCHAR")),
+    "java.lang.String": (STRING_TYPE, ("CHAR", "VARCHAR")),
     "org.apache.flink.table.data.StringData": (None, ("CHAR", "VARCHAR")),
-    "boolean": (t("BOOLEAN", nullable=False), ("BOOLEAN",)),
-    "java.lang.Boolean": (t("BOOLEAN"), ("BOOLEAN",)),
-    "byte": (t("TINYINT", nullable=False), ("TINYINT",)),
-    "java.lang.Byte": (t("TINYINT"), ("TINYINT",)),
-    "short": (t("SMALLINT", nullable=False), ("SMALLINT",)),
-    "java.lang.Short": (t("SMALLINT"), ("SMALLINT",)),
-    "int": (t("INT", nullable=False), ("INT",)),
-    "java.lang.Integer": (t("INT"), ("INT",)),
-    "long": (t("BIGINT", nullable=False), ("BIGINT",)),
-    "java.lang.Long": (t("BIGINT"), ("BIGINT",)),
-    "float": (t("FLOAT", nullable=False), ("FLOAT",)),
-    "java.lang.Float": (t("FLOAT"), ("FLOAT",)),
-    "double": (t("DOUBLE", nullable=False), ("DOUBLE",)),
-    "java.lang.Double": (t("DOUBLE"), ("DOUBLE",)),
     "java.math.BigDecimal": (decimal(38, 18), ("DECIMAL",)),
-    "java.time.LocalDate": (t("DATE"), ("DATE",)),
+    "java.time.LocalDate": (DATE_TYPE, ("DATE",)),
     "java.time.LocalDateTime": (timestamp(9), ("TIMESTAMP",)),
     "java.time.Instant": (timestamp(9, ltz=True), ("TIMESTAMP_LTZ",)),
-    "[B": (t("VARBINARY", 2147483647), ("BINARY", "VARBINARY")),
+    "[B": (BYTES_TYPE, ("BINARY", "VARBINARY")),
 }
+# A primitive is its type NOT NULL, its box the nullable type.
+for _primitive, _box, _flink in (("boolean", "Boolean", "BOOLEAN"), ("byte", "Byte", "TINYINT"),
+                                 ("short", "Short", "SMALLINT"), ("int", "Integer", "INT"),
+                                 ("long", "Long", "BIGINT"), ("float", "Float", "FLOAT"),
+                                 ("double", "Double", "DOUBLE")):
+    _JAVA[_primitive] = (t(_flink, nullable=False), (_flink,))
+    _JAVA[f"java.lang.{_box}"] = (t(_flink), (_flink,))
 
 
 def java_type(java_class: str, hint: Optional[str], what: str) -> LogicalType:
@@ -61,8 +54,8 @@ def java_type(java_class: str, hint: Optional[str], what: str) -> LogicalType:
     known = _JAVA.get(java_class)
     if known is None:
         raise ValueError(f"{what} is a {java_class}, which the job cannot pass to or from a function yet "
-                         f"(supported: {', '.join(sorted(c for c in _JAVA if '.' in c or c == '[B'))} and "
-                         f"Java's primitive types)")
+                         f"(supported: {', '.join(sorted(c for c in _JAVA if '.' in c))}, byte[] and Java's "
+                         f"primitive types)")
     default, families = known
     if not hint:
         if default is None:

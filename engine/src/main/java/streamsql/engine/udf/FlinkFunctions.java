@@ -105,16 +105,7 @@ public final class FlinkFunctions {
    */
   public static void register(SparkSession spark, String name, String className, String method,
       String returnType, boolean deterministic) throws Exception {
-    Class<?> cls = Class.forName(className, true, loader(spark));
-    Method eval = null;
-    for (Method m : cls.getMethods()) {
-      if (m.getName().equals("eval") && m.toGenericString().equals(method)) {
-        eval = m;
-      }
-    }
-    if (eval == null) {
-      throw new IllegalArgumentException("no method " + method + " in " + className);
-    }
+    Method eval = ScalarCall.evalMethod(Class.forName(className, true, loader(spark)), method);
     DataType type = DataType.fromDDL(returnType);
     ScalarCall call = new ScalarCall(className, method, eval.getParameterCount(), type);
     UserDefinedFunction udf = switch (eval.getParameterCount()) {

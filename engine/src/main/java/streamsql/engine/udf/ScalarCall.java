@@ -90,15 +90,7 @@ final class ScalarCall implements UDF1<Object, Object>, UDF2<Object, Object, Obj
       return;
     }
     Class<?> cls = load();
-    Method found = null;
-    for (Method m : cls.getMethods()) {
-      if (m.getName().equals("eval") && m.toGenericString().equals(method)) {
-        found = m;
-      }
-    }
-    if (found == null) {
-      throw new IllegalStateException("no method " + method + " in " + className);
-    }
+    Method found = evalMethod(cls, method);
     Object made = cls.getDeclaredConstructor().newInstance();
     // Flink opens a function with a context; a scalar function's context without a
     // running Flink task answers its defaults (job parameters, metrics).
@@ -115,6 +107,16 @@ final class ScalarCall implements UDF1<Object, Object>, UDF2<Object, Object, Obj
     toSpark = toSpark(found.getReturnType(), returnType);
     instance = made;
     eval = found;
+  }
+
+  /** The public eval method whose {@link Method#toGenericString()} is {@code method}. */
+  static Method evalMethod(Class<?> cls, String method) {
+    for (Method m : cls.getMethods()) {
+      if (m.getName().equals("eval") && m.toGenericString().equals(method)) {
+        return m;
+      }
+    }
+    throw new IllegalArgumentException("no method " + method + " in " + cls.getName());
   }
 
   /** On an executor the task's class loader has the session's jars; on the driver (Spark
