@@ -33,7 +33,9 @@ OUTAGE_S = 30
 
 @pytest.fixture(scope="module")
 def outage_broker():
-    return ensure_kafka(port=19192, name="outage")
+    # Stopped afterwards: the port is the benchmarks' broker's too (scripts/kafka.sh --name bench).
+    yield ensure_kafka(port=19192, name="outage")
+    stop_kafka("outage")
 
 
 def pipeline(bootstrap, src, copy, lake, policy_sql=""):
