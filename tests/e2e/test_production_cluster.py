@@ -75,3 +75,28 @@ def test_example_pipeline_on_the_cluster_equals_local_mode(spark, kafka_bootstra
     expected = {"100": {"accountId": "100", "userCount": 1}, "102": {"accountId": "102", "userCount": 2}}
     assert upsert_state(consume(spark, kafka_bootstrap, local)) == expected
     assert upsert_state(consume(spark, kafka_bootstrap, on_cluster)) == expected
+
+
+def test_a_user_defined_function_runs_on_the_cluster_executors(spark, spark_cluster, tmp_path):
+    # ADD JAR ships the function's jar (and Flink's function API) to executors in other JVMs.
+    from chispa import assert_df_equality
+
+    from tests.support.user_functions import udf_jar
+
+    data, out = tmp_path / "in", tmp_path / "out"
+    data.mkdir()
+    (data / "part-0").write_text("".join(f'{{"id": {i}, "s": "{"c" * (i % 4)}x"}}\n' for i in range(40)))
+    sql = tmp_path / "p.sql"
+    sql.write_text(f"""
+        CREATE TABLE t (id INT, s STRING) WITH ('connector' = 'filesystem', 'path' = '{data}', 'format' = 'json');
+        CREATE TABLE o (id INT, c BIGINT) WITH ('connector' = 'filesystem', 'path' = '{out}', 'format' = 'json');
+        CREATE FUNCTION count_char AS 'streamsql.testudf.CountChar' USING JAR '{udf_jar()}';
+        INSERT INTO o SELECT id, count_char(s, 'c') FROM t;
+    """)
+    proc = subprocess.run([str(ROOT / "spark-submit.sh"), "--master", spark_cluster, "--executor-memory", "512m",
+                           "--", "--file", str(sql), "--once", "--checkpoint-dir", str(tmp_path / "ck")],
+                          cwd=ROOT, env=job_env(), capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    written = spark.read.schema("id INT, c BIGINT").json(str(out))
+    expected = spark.createDataFrame([(i, i % 4) for i in range(40)], "id INT, c BIGINT")
+    assert_df_equality(written, expected, ignore_row_order=True)
