@@ -6,12 +6,8 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from job.errors import PipelineError
+from job.sql.clauses import short_name  # noqa: F401 - the catalog's keys, imported from here
 from job.sql.statements import AddJar, CreateFunction, CreateTable, CreateView
-
-
-def short_name(name: str) -> str:
-    """'cat.db.users' → 'users': tables are registered under their last name part."""
-    return name.replace("`", "").split(".")[-1]
 
 
 @dataclass

@@ -38,8 +38,8 @@ _added: dict[str, set[str]] = {}
 
 
 class PipelineFunctions:
-    """``lookup(name)``: the :class:`UserFunction` a query's call ``name(…)`` means, or None
-    when the pipeline declares no such function (the translator's ``Settings.functions``)."""
+    """``lookup(name, builtin)``: the :class:`UserFunction` a query's call ``name(…)`` means,
+    or None when it means no user-defined function (the translator's ``Settings.functions``)."""
 
     def __init__(self, spark, catalog, conf) -> None:
         self.spark = spark
@@ -48,9 +48,12 @@ class PipelineFunctions:
         self._known: dict[str, UserFunction] = {}
         self._registered: set[str] = set()
 
-    def lookup(self, name: str) -> Optional[UserFunction]:
+    def lookup(self, name: str, builtin: bool) -> Optional[UserFunction]:
+        """``builtin``: Flink has a built-in function of this name. Flink resolves a temporary
+        system function before the built-in ones, a catalog function (CREATE [TEMPORARY]
+        FUNCTION) after them: such a declaration is then never loaded."""
         declared = self.catalog.functions.get(name.lower())
-        if declared is None:
+        if declared is None or (builtin and not declared.system):
             return None
         if name.lower() not in self._known:
             try:
@@ -62,7 +65,7 @@ class PipelineFunctions:
 
     # ------------------------------------------------------------------ the class
     def _resolve(self, declared) -> UserFunction:
-        self._add_jars(declared)
+        self._add_jars()
         spark = self.spark
         described = json.loads(static_call(spark, BRIDGE, "describe", (SESSION, spark._jsparkSession),
                                            ("java.lang.String", declared.class_name)))
@@ -126,7 +129,7 @@ class PipelineFunctions:
         self._registered.add(overload.spark_name)
 
     # ------------------------------------------------------------------ jars
-    def _add_jars(self, declared) -> None:
+    def _add_jars(self) -> None:
         """Flink's function API, then the pipeline's jars, into the session's class loader."""
         flink = sorted(str(p) for p in FLINK_JARS.glob("*.jar")) if FLINK_JARS.exists() else []
         if not flink:
@@ -135,7 +138,7 @@ class PipelineFunctions:
         wanted = [(path, None) for path in flink]
         wanted += [(path, None) for path in split_jars(self.conf.get("pipeline.jars", ""))]
         wanted += [(added.path, added.source) for added in self.catalog.jars]
-        wanted += [(path, declared.source) for f in self.catalog.functions.values() for path in f.jars]
+        wanted += [(path, f.source) for f in self.catalog.functions.values() for path in f.jars]
         added = _added.setdefault(self.spark.sparkContext.applicationId, set())
         for path, source in wanted:
             local = local_path(path)

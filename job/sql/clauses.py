@@ -30,6 +30,11 @@ def qualified_name(ts: TokenStream, what: str) -> tuple[str, Token]:
     return ".".join(_name_part(p) for p in parts), first
 
 
+def short_name(name: str) -> str:
+    """'cat.db.users' → 'users': tables and functions are registered under their last name part."""
+    return name.replace("`", "").split(".")[-1]
+
+
 def _name_part(part: str) -> str:
     return "`" + part.replace("`", "``") + "`" if ("." in part or "`" in part) else part
 

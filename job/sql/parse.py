@@ -30,7 +30,7 @@ from typing import Optional
 
 from job.errors import Origin, PipelineError
 from job.sql.flink.query import parse_query
-from job.sql.clauses import if_not_exists, name_list, optional_comment, qualified_name
+from job.sql.clauses import if_not_exists, name_list, optional_comment, qualified_name, short_name
 from job.sql.ddl import parse_create_table
 from job.sql.statements import AddJar, CreateFunction, CreateView, Insert, SetOption, Statement, StatementText
 from job.sql.tokens import EOF, IDENT, STRING, Token, TokenStream, describe
@@ -153,12 +153,7 @@ def _create_function(ts: TokenStream, st: StatementText, temporary: bool, create
             if not ts.accept(","):
                 break
     ts.expect_end("the function's declaration")
-    return CreateFunction(short_function_name(name), class_name, language, tuple(jars), temporary, system, exists, st)
-
-
-def short_function_name(name: str) -> str:
-    """'cat.db.f' → 'f', unquoted: functions are registered under their last name part."""
-    return name.replace("`", "").split(".")[-1]
+    return CreateFunction(short_name(name), class_name, language, tuple(jars), temporary, system, exists, st)
 
 
 def _create_view(ts: TokenStream, st: StatementText, temporary: bool) -> CreateView:

@@ -96,3 +96,18 @@ def test_a_pipeline_with_a_function_runs_once_into_its_sink(spark, tmp_path):
 def test_python_functions_are_refused_by_name(tmp_path):
     done = job("CREATE FUNCTION f AS 'mod.f' LANGUAGE PYTHON;", "INSERT INTO x SELECT 1;", cwd=tmp_path)
     assert "Python user-defined functions (LANGUAGE PYTHON) are not supported yet" in error_of(done)
+
+
+def test_a_catalog_function_named_like_a_built_in_is_never_loaded(spark, people):
+    # Flink resolves the built-in UPPER first, so this declaration's class is not needed.
+    result = collect([people, "CREATE FUNCTION upper AS 'com.example.Missing'"], "SELECT id, UPPER(name) FROM people",
+                     spark=spark)
+    assert sorted(result.rows, key=lambda r: r[0]) == [(1, "CECILIA"), (2, None)]
+
+
+def test_a_missing_jar_is_reported_at_the_statement_that_names_it(spark, people):
+    err = refusal(spark, [people, f"CREATE FUNCTION g AS '{PKG}.Greet' USING JAR '{udf_jar()}'",
+                          f"CREATE FUNCTION h AS '{PKG}.Greet' USING JAR '/nonexistent/h.jar'"],
+                  "SELECT g(name) FROM people")
+    assert "jar '/nonexistent/h.jar' does not exist" in err.message
+    assert str(err.origin) == "arg 3:1:1"

@@ -63,8 +63,8 @@ class Settings:
     # job.sql.flink.functions.user.UserFunction or None (job.plan.user_functions).
     functions: Optional[object] = None
 
-    def user_function(self, name: str):
-        return self.functions.lookup(name) if self.functions is not None else None
+    def user_function(self, name: str, builtin: bool):
+        return self.functions.lookup(name, builtin) if self.functions is not None else None
 
     @classmethod
     def from_conf(cls, conf, functions=None) -> "Settings":

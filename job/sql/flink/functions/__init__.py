@@ -260,11 +260,9 @@ def _family(x: LogicalType, family: str) -> bool:
 def call(tr, node: exp.Anonymous):
     """Translate a function call (the translator's handler for exp.Anonymous)."""
     name = node.name.upper()
-    user = tr.settings.user_function(name)
     fn = lookup(name)
-    # Flink resolves a temporary system function before the built-in ones, a catalog
-    # function (CREATE [TEMPORARY] FUNCTION) after them.
-    if user is not None and (user.system or fn is None):
+    user = tr.settings.user_function(name, builtin=fn is not None)
+    if user is not None:
         from job.sql.flink.functions.user import call_user_function
 
         return call_user_function(Call(tr, node, _user_entry(user)), user)

@@ -55,6 +55,7 @@ final class ScalarCall implements UDF1<Object, Object>, UDF2<Object, Object, Obj
   private transient Object instance;
   private transient Method eval;
   private transient Function<Object, Object>[] toFlink;
+  private transient boolean[] primitive;
   private transient Function<Object, Object> toSpark;
 
   ScalarCall(String className, String method, int arity, DataType returnType) {
@@ -71,7 +72,7 @@ final class ScalarCall implements UDF1<Object, Object>, UDF2<Object, Object, Obj
     Object[] values = new Object[arity];
     for (int i = 0; i < arity; i++) {
       values[i] = args[i] == null ? null : toFlink[i].apply(args[i]);
-      if (values[i] == null && eval.getParameterTypes()[i].isPrimitive()) {
+      if (values[i] == null && primitive[i]) {
         throw new IllegalArgumentException(className + ".eval: NULL for the primitive parameter " + (i + 1));
       }
     }
@@ -99,11 +100,15 @@ final class ScalarCall implements UDF1<Object, Object>, UDF2<Object, Object, Obj
         cls.getClassLoader());
     Object context = contextClass.getConstructor(runtimeContext).newInstance((Object) null);
     cls.getMethod("open", contextClass).invoke(made, context);
+    Class<?>[] params = found.getParameterTypes();
     Function<Object, Object>[] in = new Function[arity];
+    boolean[] primitives = new boolean[arity];
     for (int i = 0; i < arity; i++) {
-      in[i] = toFlink(found.getParameterTypes()[i], cls.getClassLoader());
+      in[i] = toFlink(params[i], cls.getClassLoader());
+      primitives[i] = params[i].isPrimitive();
     }
     toFlink = in;
+    primitive = primitives;
     toSpark = toSpark(found.getReturnType(), returnType);
     instance = made;
     eval = found;
