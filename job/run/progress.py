@@ -66,35 +66,46 @@ class ProgressReporter:
     names_by_id: dict = field(default_factory=dict)
     terminated: set = field(default_factory=set)
     changed: threading.Condition = field(default_factory=threading.Condition)
+    closing: threading.Event = field(default_factory=threading.Event)
+    taker: Optional[threading.Thread] = None
 
     @classmethod
     def attach(cls, spark, out, **kwargs) -> "ProgressReporter":
-        from pyspark.sql.streaming import StreamingQueryListener
+        """Report the session's streaming queries from now on. Spark's events are queued in
+        the JVM (the engine's ProgressQueue: a Python listener costs dozens of py4j calls per
+        batch) and taken, in order, by a thread of this reporter."""
+        from job.changelog.jvm import static_call
 
         reporter = cls(out, **kwargs)
-
-        class Listener(StreamingQueryListener):
-            def onQueryStarted(self, event):
-                reporter.names_by_id[str(event.id)] = event.name
-
-            def onQueryProgress(self, event):
-                try:
-                    reporter.on_progress(event.progress)
-                except Exception as exc:  # noqa: BLE001 - a report must never stop the job
-                    print(f"streamsql: could not report progress: {exc}", file=reporter.out, flush=True)
-
-            def onQueryIdle(self, event):
-                pass
-
-            def onQueryTerminated(self, event):
-                with reporter.changed:
-                    reporter.terminated.add(reporter.names_by_id.get(str(event.id), str(event.id)))
-                    reporter.changed.notify_all()
-
-        reporter.listener = Listener()
         reporter.spark = spark
-        spark.streams.addListener(reporter.listener)
+        reporter.listener = static_call(spark, "streamsql.engine.ProgressQueue", "register",
+                                        ("org.apache.spark.sql.SparkSession", spark._jsparkSession))
+        reporter.taker = threading.Thread(target=reporter._take_events, name="streamsql-progress", daemon=True)
+        reporter.taker.start()
         return reporter
+
+    def _take_events(self) -> None:
+        queue = self.listener
+        while not self.closing.is_set():
+            try:
+                text = queue.poll(500)
+            except Exception:  # noqa: BLE001 - the session is gone: nothing more will come
+                return
+            if text is None:
+                continue
+            event = json.loads(text)
+            kind = event["event"]
+            if kind == "started":
+                self.names_by_id[event["id"]] = event["name"]
+            elif kind == "progress":
+                try:
+                    self.on_progress(event["progress"])
+                except Exception as exc:  # noqa: BLE001 - a report must never stop the job
+                    print(f"streamsql: could not report progress: {exc}", file=self.out, flush=True)
+            elif kind == "terminated":
+                with self.changed:
+                    self.terminated.add(self.names_by_id.get(event["id"], event["id"]))
+                    self.changed.notify_all()
 
     def watch(self, names, sink_keys: Optional[dict] = None) -> None:
         """Report these queries too (names as given to ``queryName``)."""
@@ -102,8 +113,8 @@ class ProgressReporter:
             self.queries = set(self.queries or ()) | set(names)
             self.sink_keys.update(sink_keys or {})
 
-    def on_progress(self, progress) -> None:
-        p = json.loads(progress.json) if hasattr(progress, "json") else progress
+    def on_progress(self, p: dict) -> None:
+        """One finished batch: ``p`` is Spark's StreamingQueryProgress as a JSON dict."""
         name = p.get("name") or p.get("id")
         if self.queries is not None and name not in self.queries:
             return
@@ -146,12 +157,16 @@ class ProgressReporter:
                     exporter.summary(name, t, status)
 
     def detach(self) -> None:
-        if self.listener is not None and self.spark is not None:
+        self.closing.set()
+        if self.listener is not None:
             try:
-                self.spark.streams.removeListener(self.listener)
+                self.listener.unregister()
             except Exception:  # noqa: BLE001 - the session may already be gone
                 pass
             self.listener = None
+        if self.taker is not None:
+            self.taker.join(2.0)
+            self.taker = None
         for exporter in self.exporters:
             try:
                 exporter.close()

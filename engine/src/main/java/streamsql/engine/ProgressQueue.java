@@ -1,0 +1,77 @@
+package streamsql.engine;
+
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.streaming.StreamingQueryListener;
+
+/**
+ * The session's streaming query events, queued in the JVM for the job's progress reporter
+ * (job/run/progress.py) to take one at a time as JSON text.
+ *
+ * <p>A Python {@code StreamingQueryListener} is called back through py4j on Spark's listener
+ * thread, and PySpark then rebuilds the progress object with dozens of calls back into the
+ * JVM, each of which looks classes up by name in every jar: about 50 ms of CPU per
+ * micro-batch. Here each event costs one JSON rendering, and the reporter one call to take
+ * it. Events are queued in the order Spark's listener bus delivers them, which keeps a
+ * query's batches before its end.
+ */
+public final class ProgressQueue extends StreamingQueryListener {
+  private final LinkedBlockingQueue<String> events = new LinkedBlockingQueue<>();
+  private final SparkSession spark;
+
+  private ProgressQueue(SparkSession spark) {
+    this.spark = spark;
+  }
+
+  /** A queue listening to the session's streaming queries from now on. */
+  public static ProgressQueue register(SparkSession spark) {
+    ProgressQueue queue = new ProgressQueue(spark);
+    spark.streams().addListener(queue);
+    return queue;
+  }
+
+  public void unregister() {
+    spark.streams().removeListener(this);
+  }
+
+  /** The next event as JSON ({@code {"event": "started"|"progress"|"terminated", …}}),
+   *  or null when none came within {@code timeoutMs}. */
+  public String poll(long timeoutMs) throws InterruptedException {
+    return events.poll(timeoutMs, TimeUnit.MILLISECONDS);
+  }
+
+  @Override
+  public void onQueryStarted(QueryStartedEvent event) {
+    events.add("{\"event\": \"started\", \"id\": " + quote(event.id().toString())
+        + ", \"name\": " + (event.name() == null ? "null" : quote(event.name())) + "}");
+  }
+
+  @Override
+  public void onQueryProgress(QueryProgressEvent event) {
+    events.add("{\"event\": \"progress\", \"progress\": " + event.progress().json() + "}");
+  }
+
+  @Override
+  public void onQueryIdle(QueryIdleEvent event) {}
+
+  @Override
+  public void onQueryTerminated(QueryTerminatedEvent event) {
+    events.add("{\"event\": \"terminated\", \"id\": " + quote(event.id().toString()) + "}");
+  }
+
+  private static String quote(String text) {
+    StringBuilder out = new StringBuilder("\"");
+    for (char c : text.toCharArray()) {
+      if (c == '"' || c == '\\') {
+        out.append('\\').append(c);
+      } else if (c < 0x20) {
+        out.append(String.format("\\u%04x", (int) c));
+      } else {
+        out.append(c);
+      }
+    }
+    return out.append('"').toString();
+  }
+}
