@@ -17,7 +17,8 @@ by ./spark-submit.sh without --once, Flink by benchmarks/flink_runner.py at para
    microseconds, unique per record;
 3. the query (benchmarks/pipelines/latency_*.sql: the seed query carrying ts to its sink
    record, MAX(ts) for the count, each side's ts for the join) writes upsert-kafka;
-4. after the producer stops, the engine drains (until the sink topic is still for 5 s), is
+4. after the producer stops, the engine drains (until the sink topic is still for 5 s, looked
+   at from 3 s after the producer's end, every 2 s: each look starts a JVM), is
    stopped, and the sink topic is read back.
 
 An event's latency is the broker's append time of the first sink record that carries its ts
@@ -117,16 +118,20 @@ def run_one(a, engine: str, stamp: str) -> dict:
     summary = json.loads(out.strip().splitlines()[-1]) if out.strip() else {}
     fed_until = summary.get("ended_ms", time.time() * 1000) / 1000
     window_start = summary.get("started_ms", started * 1000) / 1000 + a.warmup
-    # drain: until the sink topic is still for 5 s (at most --drain-timeout)
+    # drain: until the sink topic is still for 5 s (at most --drain-timeout). Each look at
+    # the topic starts a JVM (KafkaTool), about a CPU-second on a 2-core machine, so the
+    # first look waits 3 s and the next ones 2 s apart: looking every second from the
+    # producer's end slowed the engine's batch of the window's last events.
     last_end, still_since = -1, time.time()
     deadline = time.time() + a.drain_timeout
+    time.sleep(3)
     while time.time() < deadline and proc.proc.poll() is None:
         end = kafka_tool.end_offsets(a.bootstrap, prefix + "sink")
         if end != last_end:
             last_end, still_since = end, time.time()
         elif time.time() - still_since >= 5:
             break
-        time.sleep(1)
+        time.sleep(2)
     proc.stop()
     figures = proc.wait(60)
     for key in ("cpu_s", "cpu_user_s", "cpu_sys_s"):  # also counts the producer (reaped here too): see window_cpu_s
