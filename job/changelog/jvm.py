@@ -8,7 +8,10 @@ planner and the connectors can both use it.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 ENGINE_CLASS = "streamsql.engine.Engine"
+ENGINE_JAR = Path(__file__).resolve().parents[2] / "jars" / "engine" / "streamsql-engine.jar"
 JAR_MISSING = "the changelog engine's jar is not on Spark's class path"
 
 
@@ -29,16 +32,7 @@ def static_call(spark, class_name: str, method: str, *args):
     Spark adds at run time (spark.jars); the engine is found through the class loader
     Spark gives the gateway's threads instead, and its method called by reflection."""
     jvm = spark._jvm
-    try:
-        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
-        cls = jvm.java.lang.Class.forName(class_name, True, loader)
-    except Exception as exc:  # noqa: BLE001 - py4j wraps the JVM's ClassNotFoundException
-        if "ClassNotFoundException" not in str(exc):
-            raise
-        from job.errors import PipelineError
-
-        raise PipelineError(JAR_MISSING, hint="run ./scripts/setup.sh (it builds "
-                                              "jars/engine/streamsql-engine.jar)") from None
+    loader, cls = _engine_class(spark, class_name)
     gateway = spark.sparkContext._gateway
     types = gateway.new_array(jvm.java.lang.Class, len(args))
     values = gateway.new_array(jvm.java.lang.Object, len(args))
@@ -46,6 +40,34 @@ def static_call(spark, class_name: str, method: str, *args):
         types[i] = _java_class(jvm, java_class, loader)
         values[i] = value
     return cls.getMethod(method, types).invoke(None, values)
+
+
+def _engine_class(spark, class_name: str):
+    """(class loader, class) of a class in the engine's jar.
+
+    A session started by this project's spark-submit.sh or library sessions has the jar;
+    one started by a plain ``spark-submit`` without it (an Airflow SparkSubmitOperator given
+    only the connectors' jars, say) gets it here, as Spark SQL's ADD JAR would add it, which
+    also ships it to the executors."""
+    jvm = spark._jvm
+    try:
+        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+        return loader, jvm.java.lang.Class.forName(class_name, True, loader)
+    except Exception as exc:  # noqa: BLE001 - py4j wraps the JVM's ClassNotFoundException
+        if "ClassNotFoundException" not in str(exc):
+            raise
+    if ENGINE_JAR.is_file():
+        spark.sql("ADD JAR '" + str(ENGINE_JAR).replace("\\", "\\\\").replace("'", "\\'") + "'")
+        loader = spark._jsparkSession.sharedState().jarClassLoader()
+        try:
+            return loader, jvm.java.lang.Class.forName(class_name, True, loader)
+        except Exception as exc:  # noqa: BLE001
+            if "ClassNotFoundException" not in str(exc):
+                raise
+    from job.errors import PipelineError
+
+    raise PipelineError(JAR_MISSING, hint="run ./scripts/setup.sh (it builds "
+                                          "jars/engine/streamsql-engine.jar)") from None
 
 
 def _java_class(jvm, name: str, loader):

@@ -12,12 +12,12 @@ import sys
 from pathlib import Path
 from typing import Mapping
 
+from job.changelog.jvm import ENGINE_JAR
 from job.run import driver_jvm
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULTS_FILE = ROOT / "conf" / "spark-defaults.conf"
 JARS_DIR = ROOT / "jars" / "spark"
-ENGINE_JAR = ROOT / "jars" / "engine" / "streamsql-engine.jar"
 
 # Settings whose absence would make the job wrong, not just slow.
 REQUIRED = {
