@@ -50,24 +50,32 @@ def _engine_class(spark, class_name: str):
     only the connectors' jars, say) gets it here, as Spark SQL's ADD JAR would add it, which
     also ships it to the executors."""
     jvm = spark._jvm
+    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    cls = _class_or_none(jvm, class_name, loader)
+    if cls is None and ENGINE_JAR.is_file():
+        add_jar(spark, str(ENGINE_JAR))
+        loader = spark._jsparkSession.sharedState().jarClassLoader()
+        cls = _class_or_none(jvm, class_name, loader)
+    if cls is None:
+        from job.errors import PipelineError
+
+        raise PipelineError(JAR_MISSING, hint="run ./scripts/setup.sh (it builds "
+                                              "jars/engine/streamsql-engine.jar)")
+    return loader, cls
+
+
+def _class_or_none(jvm, class_name: str, loader):
     try:
-        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
-        return loader, jvm.java.lang.Class.forName(class_name, True, loader)
+        return jvm.java.lang.Class.forName(class_name, True, loader)
     except Exception as exc:  # noqa: BLE001 - py4j wraps the JVM's ClassNotFoundException
         if "ClassNotFoundException" not in str(exc):
             raise
-    if ENGINE_JAR.is_file():
-        spark.sql("ADD JAR '" + str(ENGINE_JAR).replace("\\", "\\\\").replace("'", "\\'") + "'")
-        loader = spark._jsparkSession.sharedState().jarClassLoader()
-        try:
-            return loader, jvm.java.lang.Class.forName(class_name, True, loader)
-        except Exception as exc:  # noqa: BLE001
-            if "ClassNotFoundException" not in str(exc):
-                raise
-    from job.errors import PipelineError
+        return None
 
-    raise PipelineError(JAR_MISSING, hint="run ./scripts/setup.sh (it builds "
-                                          "jars/engine/streamsql-engine.jar)") from None
+
+def add_jar(spark, path: str) -> None:
+    """Spark SQL's ``ADD JAR``: into the session's class loader and to every executor."""
+    spark.sql("ADD JAR '" + path.replace("\\", "\\\\").replace("'", "\\'") + "'")
 
 
 def _java_class(jvm, name: str, loader):

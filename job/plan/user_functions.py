@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Optional
 from urllib.parse import urlparse
 
-from job.changelog.jvm import static_call
+from job.changelog.jvm import add_jar, static_call
 from job.errors import PipelineError
 from job.sql.flink.functions.user import MAX_ARGS, Overload, UserFunction, java_type
 
@@ -147,7 +147,7 @@ class PipelineFunctions:
                                     origin=source.origin if source else None,
                                     statement=source.text if source else None)
             if path not in added:
-                self.spark.sql("ADD JAR '" + path.replace("\\", "\\\\").replace("'", "\\'") + "'")
+                add_jar(self.spark, path)
                 added.add(path)
 
 

@@ -61,7 +61,6 @@ class ProgressReporter:
     totals: dict = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
     listener: object = None
-    spark: object = None
     on_batch: Optional[Callable[[BatchFigures], None]] = None
     names_by_id: dict = field(default_factory=dict)
     terminated: set = field(default_factory=set)
@@ -77,7 +76,6 @@ class ProgressReporter:
         from job.changelog.jvm import static_call
 
         reporter = cls(out, **kwargs)
-        reporter.spark = spark
         reporter.listener = static_call(spark, "streamsql.engine.ProgressQueue", "register",
                                         ("org.apache.spark.sql.SparkSession", spark._jsparkSession))
         reporter.taker = threading.Thread(target=reporter._take_events, name="streamsql-progress", daemon=True)
@@ -94,17 +92,17 @@ class ProgressReporter:
             if text is None:
                 continue
             event = json.loads(text)
-            kind = event["event"]
+            kind, data = event["event"], event["data"]
             if kind == "started":
-                self.names_by_id[event["id"]] = event["name"]
+                self.names_by_id[data["id"]] = data["name"]
             elif kind == "progress":
                 try:
-                    self.on_progress(event["progress"])
+                    self.on_progress(data)
                 except Exception as exc:  # noqa: BLE001 - a report must never stop the job
                     print(f"streamsql: could not report progress: {exc}", file=self.out, flush=True)
             elif kind == "terminated":
                 with self.changed:
-                    self.terminated.add(self.names_by_id.get(event["id"], event["id"]))
+                    self.terminated.add(self.names_by_id.get(data["id"], data["id"]))
                     self.changed.notify_all()
 
     def watch(self, names, sink_keys: Optional[dict] = None) -> None:

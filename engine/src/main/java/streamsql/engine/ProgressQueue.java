@@ -36,7 +36,7 @@ public final class ProgressQueue extends StreamingQueryListener {
     spark.streams().removeListener(this);
   }
 
-  /** The next event as JSON ({@code {"event": "started"|"progress"|"terminated", …}}),
+  /** The next event as JSON ({@code {"event": "started"|"progress"|"terminated", "data": …}}),
    *  or null when none came within {@code timeoutMs}. */
   public String poll(long timeoutMs) throws InterruptedException {
     return events.poll(timeoutMs, TimeUnit.MILLISECONDS);
@@ -44,34 +44,21 @@ public final class ProgressQueue extends StreamingQueryListener {
 
   @Override
   public void onQueryStarted(QueryStartedEvent event) {
-    events.add("{\"event\": \"started\", \"id\": " + quote(event.id().toString())
-        + ", \"name\": " + (event.name() == null ? "null" : quote(event.name())) + "}");
+    events.add(tagged("started", event.json()));
   }
 
   @Override
   public void onQueryProgress(QueryProgressEvent event) {
-    events.add("{\"event\": \"progress\", \"progress\": " + event.progress().json() + "}");
+    events.add(tagged("progress", event.progress().json()));
   }
-
-  @Override
-  public void onQueryIdle(QueryIdleEvent event) {}
 
   @Override
   public void onQueryTerminated(QueryTerminatedEvent event) {
-    events.add("{\"event\": \"terminated\", \"id\": " + quote(event.id().toString()) + "}");
+    events.add(tagged("terminated", event.json()));
   }
 
-  private static String quote(String text) {
-    StringBuilder out = new StringBuilder("\"");
-    for (char c : text.toCharArray()) {
-      if (c == '"' || c == '\\') {
-        out.append('\\').append(c);
-      } else if (c < 0x20) {
-        out.append(String.format("\\u%04x", (int) c));
-      } else {
-        out.append(c);
-      }
-    }
-    return out.append('"').toString();
+  /** {@code {"event": kind, "data": json}}: Spark's own JSON of the event. */
+  private static String tagged(String kind, String json) {
+    return "{\"event\": \"" + kind + "\", \"data\": " + json + "}";
   }
 }
