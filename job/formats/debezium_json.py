@@ -7,6 +7,7 @@ also makes duplicated or replayed events harmless.
 from __future__ import annotations
 
 from job.formats.base import CORRUPT, Decoded, Format, as_text, is_blank
+from job.formats.fast_json import with_fast_path
 from job.formats.json import encode as json_encode
 from job.formats.json import convert, lenient_schema, reader_options
 from job.options import Option
@@ -58,7 +59,7 @@ def decode(value, schema, options) -> Decoded:
               .when(~op.isin(*VALID_OPS), F.concat(F.lit("unknown Debezium op '"), op, F.lit("'")))
               .when(op.isin("c", "r", "u") & change["after"].isNull(), F.lit("Debezium event without 'after'"))
               .when((op == "d") & change["before"].isNull(), F.lit("Debezium delete without 'before'")))
-    return Decoded(row, error)
+    return with_fast_path(value, Decoded(row, error), schema, debezium=True, payload=bool(options.get("schema-include")))
 
 
 def encode(row, options):

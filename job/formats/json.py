@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from job.formats.base import (CORRUPT, TIMESTAMP_FORMATS, TIMESTAMP_WRITE_FORMATS, Decoded, Format,
                               as_text, is_blank, with_corrupt_field)
+from job.formats.fast_json import with_fast_path
 from job.options import Option
 
 OPTIONS = (
@@ -82,7 +83,7 @@ def decode(value, schema, options) -> Decoded:
     error = (F.when(is_blank(text), F.lit(None))
               .when(parsed[CORRUPT].isNotNull(), F.lit("malformed JSON or a value that does not fit the declared type"))
               .otherwise(field_error))
-    return Decoded(row, error)
+    return with_fast_path(value, Decoded(row, error), schema, debezium=False)
 
 
 def encode(row, options):

@@ -1,0 +1,383 @@
+package streamsql.engine.formats;
+
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Objects;
+import org.apache.spark.sql.Column;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
+import org.apache.spark.sql.catalyst.expressions.codegen.CodegenContext;
+import org.apache.spark.sql.catalyst.expressions.codegen.CodegenFallback;
+import org.apache.spark.sql.catalyst.expressions.codegen.ExprCode;
+import org.apache.spark.sql.classic.ExpressionUtils;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.unsafe.Platform;
+import org.apache.spark.unsafe.types.UTF8String;
+
+/**
+ * A JSON or Debezium JSON record decoded straight into Spark's row with Jackson's
+ * streaming parser, for a table whose columns are all of simple types.
+ *
+ * <p>The format's general decoder (Spark's {@code from_json} plus the conversions that
+ * give Flink's rules, job/formats/) is the definition; it is this expression's second
+ * child, a {@code struct<row, error>}. Correctness argument: for a record this class
+ * decodes, it returns what the general decoder returns; for any other it returns the
+ * general decoder's own result. It decodes only a clean record: one JSON object whose known
+ * fields each appear once with a value of exactly the column's JSON kind (a string for
+ * STRING, an integer in range for the integer types, a finite number for FLOAT and DOUBLE,
+ * true or false for BOOLEAN, or null), nothing after the object, and, for Debezium, an op
+ * of c, r, u or d with the image that op needs. Such a record is good for the general
+ * decoder too (error NULL), and its values are the ones the general decoder computes:
+ * Spark's reader writes a number it reads as text through Jackson's double (so 1.50 is
+ * "1.5"), which the general decoder then casts; the same steps are taken here. Anything
+ * else (a number as text, a malformed record, a duplicate field, a missing op, a value out
+ * of range) is the general decoder's: it runs, with its common parts evaluated once, only
+ * for such records.
+ */
+public final class FastJson extends Expression implements CodegenFallback, java.io.Serializable {
+  private static final long serialVersionUID = 1L;
+  private static final ObjectMapper SPEC_READER = new ObjectMapper();
+
+  /** Column kinds this decoder reads; any other type keeps the general decoder alone. */
+  private static final int STRING = 0, BYTE = 1, SHORT = 2, INT = 3, LONG = 4, FLOAT = 5, DOUBLE = 6, BOOLEAN = 7;
+  private static final String[] KINDS = {"string", "byte", "short", "integer", "long", "float", "double", "boolean"};
+
+  private final Expression value;
+  private final Expression general;
+  private final String spec;
+  private final scala.collection.immutable.Seq<Expression> children;
+
+  // Read from the spec on first use (on the executor, after deserialization).
+  private transient boolean debezium;
+  private transient boolean payload;
+  private transient Map<String, Integer> index;
+  private transient int[] kinds;
+  private transient JsonFactory factory;
+  private transient UnsafeProjection generalProjection;
+  private transient DataType type;
+
+  public FastJson(Expression value, Expression general, String spec) {
+    this.value = value;
+    this.general = general;
+    this.spec = spec;
+    this.children = scala.jdk.javaapi.CollectionConverters.asScala(java.util.List.of(value, general)).toList();
+  }
+
+  /**
+   * {@code struct<row, error>} of {@code value} (a string or binary column): the fast
+   * decoder for clean records, {@code general} (the same struct) for every other.
+   * {@code spec}: {"envelope": "row" | "debezium", "payload": bool (Debezium's
+   * schema-include), "columns": [[name, kind], …]} with kinds as Spark names them
+   * (string, byte, short, integer, long, float, double, boolean).
+   */
+  public static Column decode(Column value, Column general, String spec) {
+    readSpec(spec, null);  // fail on the driver, not in a task
+    return ExpressionUtils.column(
+        new FastJson(ExpressionUtils.expression(value), ExpressionUtils.expression(general), spec));
+  }
+
+  @Override
+  public Object eval(InternalRow input) {
+    Object text = value.eval(input);
+    if (text != null) {
+      InternalRow row = decodeClean(text);
+      if (row != null) {
+        return new GenericInternalRow(new Object[] {row, null});
+      }
+    }
+    if (generalProjection == null) {
+      // One projection of the general decoder, with Spark's common-subexpression
+      // elimination: its from_json runs once per record, not once per use.
+      generalProjection = UnsafeProjection.create(general);
+    }
+    return generalProjection.apply(input).getStruct(0, 2).copy();
+  }
+
+  /** The decoded row (or change) of a clean record; null for any other. */
+  private InternalRow decodeClean(Object text) {
+    if (factory == null) {
+      readSpec(spec, this);
+      factory = new JsonFactory();
+    }
+    try (JsonParser p = parser(text)) {
+      if (p.nextToken() != JsonToken.START_OBJECT) {
+        return null;
+      }
+      InternalRow result = payload ? inPayload(p) : debezium ? change(p) : row(p);
+      return result != null && p.nextToken() == null ? result : null;
+    } catch (IOException e) {
+      return null;  // malformed (or trailing text): the general decoder says how
+    }
+  }
+
+  private JsonParser parser(Object text) throws IOException {
+    if (text instanceof UTF8String) {
+      UTF8String s = (UTF8String) text;
+      if (s.getBaseObject() instanceof byte[]) {
+        int offset = (int) (s.getBaseOffset() - Platform.BYTE_ARRAY_OFFSET);
+        return factory.createParser((byte[]) s.getBaseObject(), offset, s.numBytes());
+      }
+      return factory.createParser(s.getBytes());
+    }
+    return factory.createParser((byte[]) text);
+  }
+
+  /** Debezium's schema-include: the change under the root object's "payload". */
+  private InternalRow inPayload(JsonParser p) throws IOException {
+    InternalRow change = null;
+    JsonToken t;
+    while ((t = p.nextToken()) == JsonToken.FIELD_NAME) {
+      boolean isPayload = "payload".equals(p.currentName());
+      t = p.nextToken();
+      if (!isPayload) {
+        p.skipChildren();
+      } else if (change != null || t != JsonToken.START_OBJECT || (change = change(p)) == null) {
+        return null;
+      }
+    }
+    return change;
+  }
+
+  /** struct<before, after, op> of a Debezium change; the parser is on its START_OBJECT. */
+  private InternalRow change(JsonParser p) throws IOException {
+    Object before = null, after = null;
+    String op = null;
+    int seen = 0;  // bits: before, after, op, ts_ms
+    JsonToken t;
+    while ((t = p.nextToken()) == JsonToken.FIELD_NAME) {
+      String name = p.currentName();
+      t = p.nextToken();
+      int bit = "before".equals(name) ? 1 : "after".equals(name) ? 2 : "op".equals(name) ? 4 : "ts_ms".equals(name) ? 8 : 0;
+      if (bit == 0) {
+        p.skipChildren();
+        continue;
+      }
+      if ((seen & bit) != 0) {
+        return null;
+      }
+      seen |= bit;
+      if (bit == 1 || bit == 2) {
+        if (t == JsonToken.START_OBJECT) {
+          InternalRow image = row(p);
+          if (image == null) {
+            return null;
+          }
+          if (bit == 1) {
+            before = image;
+          } else {
+            after = image;
+          }
+        } else if (t != JsonToken.VALUE_NULL) {
+          return null;
+        }
+      } else if (bit == 4) {
+        if (t != JsonToken.VALUE_STRING) {
+          return null;
+        }
+        op = p.getText();
+      } else if (t != JsonToken.VALUE_NULL && !(t == JsonToken.VALUE_NUMBER_INT && fitsLong(p))) {
+        return null;  // ts_ms is read as BIGINT: anything else makes the record malformed
+      }
+    }
+    boolean good = op != null && switch (op) {
+      case "c", "r", "u" -> after != null;
+      case "d" -> before != null;
+      default -> false;
+    };
+    return good ? new GenericInternalRow(new Object[] {before, after, UTF8String.fromString(op)}) : null;
+  }
+
+  /** The row of the object the parser is on (at its START_OBJECT), or null. */
+  private InternalRow row(JsonParser p) throws IOException {
+    Object[] values = new Object[kinds.length];
+    boolean[] seen = new boolean[kinds.length];
+    JsonToken t;
+    while ((t = p.nextToken()) == JsonToken.FIELD_NAME) {
+      Integer i = index.get(p.currentName());
+      t = p.nextToken();
+      if (i == null) {
+        p.skipChildren();
+        continue;
+      }
+      if (seen[i]) {
+        return null;
+      }
+      seen[i] = true;
+      if (t == JsonToken.VALUE_NULL) {
+        continue;
+      }
+      Object v = value(p, t, kinds[i]);
+      if (v == null) {
+        return null;
+      }
+      values[i] = v;
+    }
+    return new GenericInternalRow(values);
+  }
+
+  /** The column's value of a non-null JSON value, or null when it is not clean. */
+  private static Object value(JsonParser p, JsonToken t, int kind) throws IOException {
+    switch (kind) {
+      case STRING:
+        return t == JsonToken.VALUE_STRING ? UTF8String.fromString(p.getText()) : null;
+      case BOOLEAN:
+        return t == JsonToken.VALUE_TRUE ? Boolean.TRUE : t == JsonToken.VALUE_FALSE ? Boolean.FALSE : null;
+      case FLOAT:
+      case DOUBLE: {
+        if (t == JsonToken.VALUE_NUMBER_INT && !fitsLong(p)) {
+          return null;
+        }
+        if (t != JsonToken.VALUE_NUMBER_INT && t != JsonToken.VALUE_NUMBER_FLOAT) {
+          return null;
+        }
+        // Spark's reader writes the number as Jackson's long or double; the general decoder
+        // casts that text (Double.parseDouble / Float.parseFloat).
+        String written = t == JsonToken.VALUE_NUMBER_INT ? Long.toString(p.getLongValue())
+            : Double.toString(p.getDoubleValue());
+        if (kind == DOUBLE) {
+          double d = Double.parseDouble(written);
+          return Double.isFinite(d) ? d : null;
+        }
+        float f = Float.parseFloat(written);
+        return Float.isFinite(f) ? f : null;
+      }
+      default: {  // the integer types
+        if (t != JsonToken.VALUE_NUMBER_INT || !fitsLong(p)) {
+          return null;
+        }
+        long n = p.getLongValue();
+        switch (kind) {
+          case BYTE:
+            return n == (byte) n ? (Object) (byte) n : null;
+          case SHORT:
+            return n == (short) n ? (Object) (short) n : null;
+          case INT:
+            return n == (int) n ? (Object) (int) n : null;
+          default:
+            return n;
+        }
+      }
+    }
+  }
+
+  private static boolean fitsLong(JsonParser p) throws IOException {
+    JsonParser.NumberType type = p.getNumberType();
+    return type == JsonParser.NumberType.INT || type == JsonParser.NumberType.LONG;
+  }
+
+  /** Checks ``text``; with ``into``, sets its decoding fields. */
+  private static void readSpec(String text, FastJson into) {
+    JsonNode node;
+    try {
+      node = SPEC_READER.readTree(text);
+    } catch (IOException e) {
+      throw new UncheckedIOException("malformed fast JSON decoder specification: " + text, e);
+    }
+    String envelope = node.path("envelope").asText();
+    if (!envelope.equals("row") && !envelope.equals("debezium")) {
+      throw new IllegalArgumentException("unknown envelope in " + text);
+    }
+    Map<String, Integer> index = new HashMap<>();
+    int[] kinds = new int[node.path("columns").size()];
+    for (int i = 0; i < kinds.length; i++) {
+      JsonNode column = node.path("columns").get(i);
+      index.put(column.get(0).asText(), i);
+      kinds[i] = java.util.Arrays.asList(KINDS).indexOf(column.get(1).asText());
+      if (kinds[i] < 0) {
+        throw new IllegalArgumentException("the fast JSON decoder does not read " + column.get(1) + ": " + text);
+      }
+    }
+    if (into != null) {
+      into.debezium = envelope.equals("debezium");
+      into.payload = node.path("payload").asBoolean(false);
+      into.index = index;
+      into.kinds = kinds;
+    }
+  }
+
+  // Scala's BinaryExpression cannot be extended from Java (its generic trait methods
+  // clash), so the two children are declared here.
+  @Override
+  public scala.collection.immutable.Seq<Expression> children() {
+    return children;
+  }
+
+  // The general decoder's struct, every field nullable: a clean record has no error even
+  // where the general decoder's type says it always has one.
+  @Override
+  public DataType dataType() {
+    if (type == null) {
+      type = general.dataType().asNullable();
+    }
+    return type;
+  }
+
+  @Override
+  public boolean nullable() {
+    return general.nullable();
+  }
+
+  @Override
+  public ExprCode doGenCode(CodegenContext ctx, ExprCode ev) {
+    return CodegenFallback.super.doGenCode(ctx, ev);
+  }
+
+  @Override
+  public Expression withNewChildrenInternal(scala.collection.immutable.IndexedSeq<Expression> children) {
+    return new FastJson(children.apply(0), children.apply(1), spec);
+  }
+
+  @Override
+  public String prettyName() {
+    return "fast_json";
+  }
+
+  @Override
+  public int productArity() {
+    return 3;
+  }
+
+  @Override
+  public Object productElement(int n) {
+    switch (n) {
+      case 0:
+        return value;
+      case 1:
+        return general;
+      case 2:
+        return spec;
+      default:
+        throw new IndexOutOfBoundsException(String.valueOf(n));
+    }
+  }
+
+  @Override
+  public boolean canEqual(Object that) {
+    return that instanceof FastJson;
+  }
+
+  // Equal copies are one subexpression: the row and the error it yields are read from
+  // one decoding per record.
+  @Override
+  public boolean equals(Object that) {
+    if (!(that instanceof FastJson)) {
+      return false;
+    }
+    FastJson other = (FastJson) that;
+    return spec.equals(other.spec) && value.equals(other.value) && general.equals(other.general);
+  }
+
+  @Override
+  public int hashCode() {
+    return Objects.hash(spec, value, general);
+  }
+}

@@ -1,0 +1,44 @@
+"""The engine's fast path for the json and debezium-json formats.
+
+Spark's ``from_json`` is most of the cost of reading a JSON source: per record it builds
+a reader, a parser and a filter set, and it writes every number back to text for the
+conversions that give Flink's rules. For a table whose columns are all of simple types,
+the engine decodes a clean record with Jackson's streaming parser straight into Spark's
+row (engine/…/formats/FastJson.java) and hands any other record to the format's general
+decoder, the definition, whose answer it reproduces exactly (the class states the
+argument). The general decoder is the one expression both paths come from, so the
+formats keep one description of Flink's rules.
+"""
+from __future__ import annotations
+
+import json
+
+from job.formats.base import Decoded, as_text
+
+FAST_JSON_CLASS = "streamsql.engine.formats.FastJson"
+# Spark's type names of the column types the fast path reads.
+SIMPLE_TYPES = ("string", "byte", "short", "integer", "long", "float", "double", "boolean")
+
+
+def with_fast_path(value, general: Decoded, schema, *, debezium: bool, payload: bool = False) -> Decoded:
+    """``general`` (the format's own decoding of ``value``), read through the engine's
+    fast path when every column of ``schema`` is of a simple type and a session with the
+    engine is active; ``general`` itself otherwise."""
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.getActiveSession()
+    kinds = [f.dataType.typeName() for f in schema.fields]
+    if spark is None or not kinds or any(k not in SIMPLE_TYPES for k in kinds):
+        return general
+    from pyspark.sql import functions as F
+    from pyspark.sql.classic.column import Column
+
+    from job.changelog.jvm import static_call
+
+    spec = json.dumps({"envelope": "debezium" if debezium else "row", "payload": payload,
+                       "columns": [[f.name, k] for f, k in zip(schema.fields, kinds)]})
+    both = F.struct(general.row.alias("row"), general.error.alias("error"))
+    column = "org.apache.spark.sql.Column"
+    decoded = Column(static_call(spark, FAST_JSON_CLASS, "decode", (column, as_text(value)._jc), (column, both._jc),
+                                 ("java.lang.String", spec)))
+    return Decoded(decoded["row"], decoded["error"])
