@@ -34,6 +34,7 @@ ROWS = [
     '{"uid": "a", "uid": "b"}', '{"UID": "a", "Score": 1}', '{"uid": "a", "extra": {"deep": [1, 2, {"x": null}]}}',
     '{"uid": "a"} trailing', '{"uid": "a"}{"uid": "b"}', "{'uid': 'a'}", '  {"uid": "a"}  ', "", "   ", "null",
     "[]", '[{"uid": "a"}]', "{}", '{"uid": }', '{"uid": "a"', "not json", '"text"', "42",
+    '\ufeff{"uid": "a"}', '\x00{"uid": "a"}', '{"uid": "\x00"}', '{"uid": "\u00ff\u4e2d\U0001f600"}',
 ]
 
 
@@ -165,3 +166,20 @@ def test_the_fast_path_takes_clean_records_and_leaves_the_rest(spark):
     decoded = fast_json.with_fast_path(df["v"], stand_in, SCHEMA, debezium=True)
     got = {r.i: r.error for r in df.select("i", decoded.error.alias("error")).collect()}
     assert [texts[i] for i in sorted(got) if got[i] is None] == clean
+
+
+def test_bytes_that_are_not_utf8_json_are_the_general_decoders(spark, monkeypatch):
+    """Kafka values arrive as bytes: Jackson would read a byte-order mark or UTF-16 as such,
+    Spark's reader reads UTF-8 only (an invalid byte becomes U+FFFD)."""
+    values = ['{"uid": "a", "score": 2}', '\ufeff{"uid": "a"}', '{"uid": "\u00e9"}']
+    raw = [v.encode() for v in values] + [v.encode("utf-16") for v in values] + [v.encode("utf-16-le") for v in values]
+    raw += [b'{"uid": "\xff\xfe"}', b'{"uid": "\xc3"}', b"\xef\xbb\xbf{}"]
+    rows = [(i, bytearray(r)) for i, r in enumerate(raw)]
+
+    def decoded(fast):
+        monkeypatch.setattr(fast_json, "SIMPLE_TYPES", SIMPLE_TYPES if fast else ())
+        df = spark.createDataFrame(rows, "i int, v binary")
+        d = json_format.decode(df["v"], SCHEMA, {})
+        return df.select("i", d.row.alias("row"), d.error.alias("error")).orderBy("i")
+
+    assert_df_equality(decoded(True), decoded(False), ignore_nullable=True)

@@ -109,7 +109,7 @@ public final class FastJson extends Expression implements CodegenFallback, java.
       factory = new JsonFactory();
     }
     try (JsonParser p = parser(text)) {
-      if (p.nextToken() != JsonToken.START_OBJECT) {
+      if (p == null || p.nextToken() != JsonToken.START_OBJECT) {
         return null;
       }
       InternalRow result = payload ? inPayload(p) : debezium ? change(p) : row(p);
@@ -119,16 +119,29 @@ public final class FastJson extends Expression implements CodegenFallback, java.
     }
   }
 
+  /** A parser of the record's bytes as UTF-8, or null when Jackson might read them otherwise. */
   private JsonParser parser(Object text) throws IOException {
-    if (text instanceof UTF8String) {
-      UTF8String s = (UTF8String) text;
-      if (s.getBaseObject() instanceof byte[]) {
-        int offset = (int) (s.getBaseOffset() - Platform.BYTE_ARRAY_OFFSET);
-        return factory.createParser((byte[]) s.getBaseObject(), offset, s.numBytes());
-      }
-      return factory.createParser(s.getBytes());
+    byte[] bytes;
+    int offset, length;
+    UTF8String s = text instanceof UTF8String ? (UTF8String) text : null;
+    if (s != null && s.getBaseObject() instanceof byte[]) {
+      bytes = (byte[]) s.getBaseObject();
+      offset = (int) (s.getBaseOffset() - Platform.BYTE_ARRAY_OFFSET);
+      length = s.numBytes();
+    } else {
+      bytes = s != null ? s.getBytes() : (byte[]) text;
+      offset = 0;
+      length = bytes.length;
     }
-    return factory.createParser((byte[]) text);
+    // Jackson guesses the encoding of bytes from a byte-order mark or zero bytes at the
+    // start; the general decoder reads them as UTF-8 text. Such records are its.
+    for (int i = offset; i < offset + Math.min(length, 4); i++) {
+      int b = bytes[i] & 0xff;
+      if (b == 0 || (i == offset && b >= 0xef)) {
+        return null;
+      }
+    }
+    return factory.createParser(bytes, offset, length);
   }
 
   /** Debezium's schema-include: the change under the root object's "payload". */
