@@ -158,13 +158,10 @@ def regular_join(planner, left: Rel, right: Rel, node: exp.Join) -> Rel:
     upsert_sides = tuple(side for side, fused in ((0, fuse_left), (1, fuse_right)) if fused)
     unique_sides = tuple(side for side, rel_, plain in ((0, left, lplain), (1, right, rplain))
                          if rel_.unique_key is not None and rel_.unique_key <= plain)
-    # Rows that cannot match (NULL key) need no state: an outer side passes them through
-    # padded with NULLs, an inner side drops them.
-    passthrough = []
-    if kind in ("left", "full") and not fuse_left:
-        passthrough.append((0, lp.filter(NO_KEY).drop(NO_KEY)))
-    if kind in ("right", "full") and not fuse_right:
-        passthrough.append((1, rp.filter(NO_KEY).drop(NO_KEY)))
+    # Rows that cannot match (NULL key) need no state: an outer side's go through the
+    # operator, which emits them padded with NULLs, an inner side's are dropped here.
+    passthrough = tuple(side for side, outer, fused in ((0, ("left", "full"), fuse_left), (1, ("right", "full"), fuse_right))
+                        if kind in outer and not fused)
     # Per key part, the columns that hold the key in every output row: the left key (left
     # rows are never padded in an INNER or LEFT join), and an INNER join's right key.
     anchors = [{c for c in ({lc, rc} if kind == "inner" else {lc}) if c in left.cols() + right.cols()}
@@ -235,7 +232,7 @@ def extend_join(planner, left: Rel, right: Rel, kind: str, rkeys, rcols: list, f
                                             and right.unique_key <= rplain else ()),
         anchors=anchors, schema=joined_schema(left, right),
         # Input 0's NULL-key rows are emitted padded only while every join is LEFT.
-        passthrough=pending.passthrough if kind == "left" else [])
+        passthrough=pending.passthrough if kind == "left" else ())
     steps = left.steps + right.steps + [
         f"{kind} join on {on_text(planner, pairs)} [same key: joined in the previous join's operator, now "
         f"{side + 1} inputs" + ("; normalizes the upsert right side by its key there" if fuse_right else "") + "]"]
@@ -280,9 +277,13 @@ def settle_join(planner, rel: Rel) -> Rel:
     from pyspark.sql import functions as F
 
     pending = rel.pending_join
-    matched = pending.inputs[0].filter(~F.col(NO_KEY)).drop(NO_KEY)
-    for rows in pending.inputs[1:]:
-        matched = matched.unionByName(rows.filter(~F.col(NO_KEY)).drop(NO_KEY), allowMissingColumns=True)
+
+    def keyed(side: int, rows):  # the rows the operator reads: a side that passes NULL keys keeps them
+        return (rows if side in pending.passthrough else rows.filter(~F.col(NO_KEY))).drop(NO_KEY)
+
+    matched = keyed(0, pending.inputs[0])
+    for side, rows in enumerate(pending.inputs[1:], start=1):
+        matched = matched.unionByName(keyed(side, rows), allowMissingColumns=True)
     binary = len(pending.inputs) == 2
     kind = pending.kinds[0]
     sides = []
@@ -292,18 +293,14 @@ def settle_join(planner, rel: Rel) -> Rel:
         else:
             padded = pending.kinds[i - 1] in ("left", "full")
         sides.append({"columns": schema.fieldNames(), "padded": padded, "upsert": i in pending.upsert_sides,
-                      "unique": i in pending.unique_sides})
+                      "unique": i in pending.unique_sides, "passes_null_key": i in pending.passthrough})
     keys = [f"__k{i}" for i in range(len(pending.key_types))]
     joined = engine.join(planner, matched, keys, sides)
     columns = [c for schema in pending.schemas for c in schema.fieldNames()]
-    for side, rows in pending.passthrough:
-        own = pending.schemas[side].fieldNames()
-        padded_rows = rows.select(F.col(SIGN), *[F.col(f"`{c}`") for c in own], F.lit(None).cast("string").alias(NET))
-        joined = joined.unionByName(padded_rows, allowMissingColumns=True)
     # The operator nets by join key. That is the output's unique key when the unique key
     # is one col per key part, each holding that part in every row with the key's own
-    # type: one row per join key, and rows of one sink key under one join key. NULL-key
-    # rows bypass the operator (unnetted), so they rule it out.
+    # type: one row per join key, and rows of one sink key under one join key. Passed-
+    # through NULL-key rows are many under one key (unnetted), so they rule it out.
     unique = rel.unique_key
     types = {f.col: f.type.nullable_as(True) for f in rel.fields}
     per_join_key = (unique is not None and not pending.passthrough and set(pending.kinds) <= {"inner", "left"}

@@ -51,7 +51,7 @@ class PendingJoin:
     unique_sides: tuple          # inputs with at most one row per join key (their unique key is in it)
     key_types: list              # per key part: the Flink type every input's key is cast to
     anchors: list[set]           # per key part: cols that hold the key in every output row
-    passthrough: list            # (side, DataFrame): NULL-key rows an outer join emits padded, statelessly
+    passthrough: tuple           # sides whose NULL-key rows the operator emits padded, statelessly
     schema: object               # StructType of the joined columns
     extendable: bool             # may a following join on the same key become another input
 

@@ -108,6 +108,7 @@ public final class Engine {
     boolean[] padded = new boolean[sides.size()];
     boolean[] upsert = new boolean[sides.size()];
     boolean[] unique = new boolean[sides.size()];
+    boolean[] passesNullKey = new boolean[sides.size()];
     for (int i = 0; i < schemas.length; i++) {
       List<String> columns = sides.get(i).strings("columns");
       schemas[i] = Spec.select(schema, columns);
@@ -115,8 +116,9 @@ public final class Engine {
       padded[i] = sides.get(i).flag("padded");
       upsert[i] = sides.get(i).flag("upsert");
       unique[i] = sides.get(i).flag("unique");
+      passesNullKey[i] = sides.get(i).flag("passes_null_key");
     }
-    JoinOp op = new JoinOp(schemas, rowAt, padded, upsert, unique, schema.fieldIndex(s.text("side")),
+    JoinOp op = new JoinOp(schemas, rowAt, padded, upsert, unique, passesNullKey, schema.fieldIndex(s.text("side")),
         schema.fieldIndex(s.text("sign")), schema.fieldIndex(s.text("kind")), schema.fieldIndex(s.text("major")),
         schema.fieldIndex(s.text("minor")), s.number("ttl_ms", 0));
     return run(input, s.strings("keys"), op, Spec.concat(signed(schemas), net()));

@@ -42,20 +42,22 @@ final class JoinOp extends Operator {
   private final boolean[] padded;   // side i stands in as one NULL row while it is empty
   private final boolean[] upsert;   // side i is normalized here
   private final boolean[] unique;   // side i has at most one row per key: kept as one small list
+  private final boolean[] passesNullKey;  // side i's rows that cannot match are emitted padded
   private final int sideAt, signAt, kindAt, majorAt, minorAt;
   // Per side: ValueState<Row> (fused upsert side), ListState<Row> of (row, count) entries
   // (a side unique on the join key: one read per key), or MapState<Row, Long> (a side
   // with any number of rows per key: it grows without rewriting what it holds).
   private transient Object[] states;
 
-  JoinOp(StructType[] schemas, int[][] rowAt, boolean[] padded, boolean[] upsert, boolean[] unique, int sideAt,
-         int signAt, int kindAt, int majorAt, int minorAt, long ttlMillis) {
+  JoinOp(StructType[] schemas, int[][] rowAt, boolean[] padded, boolean[] upsert, boolean[] unique,
+         boolean[] passesNullKey, int sideAt, int signAt, int kindAt, int majorAt, int minorAt, long ttlMillis) {
     super(ttlMillis);
     this.schemas = schemas;
     this.rowAt = rowAt;
     this.padded = padded;
     this.upsert = upsert;
     this.unique = unique;
+    this.passesNullKey = passesNullKey;
     this.sideAt = sideAt;
     this.signAt = signAt;
     this.kindAt = kindAt;
@@ -106,8 +108,23 @@ final class JoinOp extends Operator {
     }
   }
 
+  /**
+   * A key with a NULL part never matches (the planner also gives a row whose one-sided ON
+   * condition fails a NULL key): no state, each row of a side that passes such rows is
+   * emitted at once, padded with NULLs, with its own sign. They come through the operator
+   * rather than around it so that the query reads its source once.
+   */
+  @Override
+  boolean stateless(Row key) {
+    return key.anyNull();
+  }
+
   @Override
   void process(Row key, Iterator<Row> rows, List<Row> out) {
+    if (stateless(key)) {
+      passThrough(rows, out);
+      return;
+    }
     int n = schemas.length;
     List<Map<Row, Long>> deltas = new ArrayList<>(n);
     Row[] latest = new Row[n];
@@ -272,15 +289,40 @@ final class JoinOp extends Operator {
     }
   }
 
+  private int width() {
+    int width = 2;  // the sign, every side's columns, the net
+    for (StructType s : schemas) {
+      width += s.length();
+    }
+    return width;
+  }
+
+  private void passThrough(Iterator<Row> rows, List<Row> out) {
+    while (rows.hasNext()) {
+      Row r = rows.next();
+      int side = sign(r, sideAt);
+      if (!passesNullKey[side]) {
+        continue;
+      }
+      Object[] v = new Object[width()];
+      v[0] = sign(r, signAt);
+      int at = 1;
+      for (int i = 0; i < side; i++) {
+        at += schemas[i].length();
+      }
+      for (int c : rowAt[side]) {
+        v[at++] = r.get(c);
+      }
+      out.add(row(v));  // other sides and the net NULL
+    }
+  }
+
   private void emit(Map<List<Row>, Long> change, List<Row> out) {
     boolean inserts = false;
     for (long w : change.values()) {
       inserts |= w > 0;
     }
-    int width = 2;
-    for (StructType s : schemas) {
-      width += s.length();
-    }
+    int width = width();
     for (int pass = 0; pass < 2; pass++) { // retractions first
       for (Map.Entry<List<Row>, Long> e : change.entrySet()) {
         long w = e.getValue();

@@ -63,7 +63,8 @@ abstract class Operator extends StatefulProcessor<Row, Row, Row> {
   @Override
   public final Iterator<Row> handleInputRows(Row key, Iterator<Row> rows, TimerValues timerValues) {
     long now = 0;
-    if (ttlMillis > 0) {
+    boolean ttl = ttlMillis > 0 && !stateless(key);
+    if (ttl) {
       now = timerValues.getCurrentProcessingTimeInMs();
       if (now <= 0) {
         now = System.currentTimeMillis();
@@ -75,13 +76,18 @@ abstract class Operator extends StatefulProcessor<Row, Row, Row> {
     }
     List<Row> out = new ArrayList<>();
     process(key, CollectionConverters.asJava(rows), out);
-    if (ttlMillis > 0) {
+    if (ttl) {
       touched.update(now);
     }
     return CollectionConverters.asScala(out.iterator());
   }
 
   abstract void process(Row key, java.util.Iterator<Row> rows, List<Row> out);
+
+  /** Does the key keep no state (so no TTL either)? */
+  boolean stateless(Row key) {
+    return false;
+  }
 
   /** Drop the current key's state (its TTL expired). */
   void forget() {}
