@@ -17,7 +17,7 @@ from job.formats.base import Decoded, as_text
 
 FAST_JSON_CLASS = "streamsql.engine.formats.FastJson"
 # Spark's type names of the column types the fast path reads.
-SIMPLE_TYPES = ("string", "byte", "short", "integer", "long", "float", "double", "boolean")
+SIMPLE_TYPES = ("string", "byte", "short", "integer", "long", "float", "double", "boolean", "decimal")
 
 
 def with_fast_path(value, general: Decoded, schema, *, debezium: bool, payload: bool = False) -> Decoded:
@@ -35,8 +35,9 @@ def with_fast_path(value, general: Decoded, schema, *, debezium: bool, payload: 
 
     from job.changelog.jvm import static_call
 
-    spec = json.dumps({"envelope": "debezium" if debezium else "row", "payload": payload,
-                       "columns": [[f.name, k] for f, k in zip(schema.fields, kinds)]})
+    spec = json.dumps({"envelope": "debezium" if debezium else "row", "payload": payload,  # decimal(p,s) as such
+                       "columns": [[f.name, f.dataType.simpleString() if k == "decimal" else k]
+                                   for f, k in zip(schema.fields, kinds)]})
     both = F.struct(general.row.alias("row"), general.error.alias("error"))
     column = "org.apache.spark.sql.Column"
     decoded = Column(static_call(spark, FAST_JSON_CLASS, "decode", (column, as_text(value)._jc), (column, both._jc),

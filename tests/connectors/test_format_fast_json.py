@@ -6,8 +6,8 @@ import random
 
 import pytest
 from chispa import assert_df_equality
-from pyspark.sql.types import (BooleanType, ByteType, DoubleType, FloatType, IntegerType, LongType, ShortType,
-                               StringType, StructField, StructType)
+from pyspark.sql.types import (BooleanType, ByteType, DecimalType, DoubleType, FloatType, IntegerType, LongType,
+                               ShortType, StringType, StructField, StructType)
 
 import job.formats.fast_json as fast_json
 from job.formats import debezium_json
@@ -15,7 +15,8 @@ from job.formats import json as json_format
 
 SCHEMA = StructType([StructField("uid", StringType()), StructField("score", IntegerType()),
                      StructField("b", ByteType()), StructField("s", ShortType()), StructField("l", LongType()),
-                     StructField("f", FloatType()), StructField("d", DoubleType()), StructField("ok", BooleanType())])
+                     StructField("f", FloatType()), StructField("d", DoubleType()), StructField("ok", BooleanType()),
+                     StructField("m", DecimalType(10, 2)), StructField("w", DecimalType(38, 18))])
 
 SIMPLE_TYPES = fast_json.SIMPLE_TYPES
 # Values of every JSON kind, in and out of each column's range, as text.
@@ -24,10 +25,14 @@ VALUES = ['"u1"', '" 12 "', '"12"', '"1.5"', '"abc"', '""', '"\\u00e9\\ud800"', 
           "2147483648", "-9223372036854775808", "9223372036854775807", "9223372036854775808",
           "100000000000000000000", "1.5", "1.50", "-2.25", "1e2", "1.0E+2", "0.1000000000000000000001", "1e400",
           "-1e400", "3.4028235e38", "3.4028236e39", "1e-50", "16777217", "true", "false", "null", "[]", "[1, 2]",
+          "0.005", "-0.005", "0.015", "2.675", "12345678.994", "12345678.995", "99999999.995", "-99999999.99",
+          "1e-5", "1.5e3", "123456789012345678901234567890", "12345678901234567890.123456789", "0.00001",
+          "1234567.0", "9999999999", "1e7",
           "{}", '{"x": [1, {"y": 2}]}']
 # Values each column reads cleanly.
 CLEAN = {"string": ['"u1"', '""', '"\\u00e9 \\" x"', "null"], "float": ["1.5", "1e2", "-2.25", "7", "null"],
-         "double": ["1.5", "1e-50", "-0.0", "7", "null"], "boolean": ["true", "false", "null"]}
+         "double": ["1.5", "1e-50", "-0.0", "7", "null"], "boolean": ["true", "false", "null"],
+         "decimal": ["1.25", "-0.005", "0", "12345678.99", "7", "0.125", "-3.14159", "null"]}
 INTEGERS = ["0", "-0", "7", "-128", "127", "null"]
 ROWS = [
     '{"uid": "a", "score": 1, "b": 2, "s": 3, "l": 4, "f": 1.5, "d": 2.5, "ok": true}',
@@ -130,14 +135,16 @@ def test_json_fast_path_gives_the_general_decoders_rows_and_errors(spark, monkey
 
 
 def test_a_table_with_other_column_types_keeps_the_general_decoder(spark):
-    from pyspark.sql.types import DecimalType
+    import datetime
 
-    schema = StructType([StructField("id", StringType()), StructField("amount", DecimalType(10, 2))])
-    df = spark.createDataFrame([('{"id": "a", "amount": 1.25}',)], "v string")
+    from pyspark.sql.types import TimestampType
+
+    schema = StructType([StructField("id", StringType()), StructField("at", TimestampType())])
+    df = spark.createDataFrame([('{"id": "a", "at": "2024-01-31 12:00:00.5"}',)], "v string")
     decoded = json_format.decode(df["v"], schema, {})
     out = df.select(decoded.row.alias("row"))
     assert "fast_json" not in out._jdf.queryExecution().analyzed().toString()
-    assert out.collect()[0]["row"]["amount"] == pytest.approx(1.25)
+    assert out.collect()[0]["row"]["at"] == datetime.datetime(2024, 1, 31, 12, 0, 0, 500000)
 
 
 def test_the_fast_path_takes_clean_records_and_leaves_the_rest(spark):
@@ -150,7 +157,8 @@ def test_the_fast_path_takes_clean_records_and_leaves_the_rest(spark):
     clean = ['{"op": "c", "after": {"uid": "a", "score": 1, "b": -128, "s": 40, "l": 9223372036854775807,'
              ' "f": 1e2, "d": -0.5, "ok": false}, "source": {"x": [1]}}',
              '{"before": {"uid": "a"}, "after": {"uid": "a", "zz": null}, "op": "u", "ts_ms": 1}',
-             '{"before": {"uid": "a"}, "op": "d"}', '  {"op": "r", "after": {}}\n', '{"op": "u", "after": {"ok": null}}']
+             '{"before": {"uid": "a"}, "op": "d"}', '  {"op": "r", "after": {}}\n', '{"op": "u", "after": {"ok": null}}',
+             '{"op": "c", "after": {"m": 1234567.994, "w": -0.005}}', '{"op": "c", "after": {"m": 7, "w": 2.675}}']
     unclean = ['{"op": "c", "after": {"score": "1"}}', '{"op": "c", "after": {"b": 128}}',
                '{"op": "c", "after": {"l": 9223372036854775808}}', '{"op": "c", "after": {"d": 1e400}}',
                '{"op": "c", "after": {"f": 1e39}}', '{"op": "c", "after": {"ok": 1}}', '{"op": "c", "after": {"uid": 1}}',
@@ -158,7 +166,8 @@ def test_the_fast_path_takes_clean_records_and_leaves_the_rest(spark):
                '{"op": "c", "after": {}} x', "{'op': 'c', 'after': {}}", '{"op": "c"}', '{"op": "d", "after": {}}',
                '{"op": "x", "after": {}}', '{"after": {}}', '{"op": null, "after": {}}', '{"op": "c", "after": []}',
                '{"op": "c", "after": {}, "ts_ms": "1"}', '{"op": "c", "after": {}, "ts_ms": 1.5}', "", "[]", "null",
-               '{"op": "c", "after": {"uid": "a"}']
+               '{"op": "c", "after": {"uid": "a"}', '{"op": "c", "after": {"m": 1e-5}}', '{"op": "c", "after": {"m": "1"}}',
+               '{"op": "c", "after": {"m": 99999999.995}}', '{"op": "c", "after": {"m": 12345678.994}}', '{"op": "c", "after": {"w": 12345678901234567890123}}']
     texts = clean + unclean
     df = spark.createDataFrame([(i, t) for i, t in enumerate(texts)], "i int, v string")
     row_type = debezium_json.envelope(SCHEMA)[:3]

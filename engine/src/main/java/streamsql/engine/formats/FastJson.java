@@ -34,7 +34,7 @@ import org.apache.spark.unsafe.types.UTF8String;
  * general decoder's own result. It decodes only a clean record: one JSON object whose known
  * fields each appear once with a value of exactly the column's JSON kind (a string for
  * STRING, an integer in range for the integer types, a finite number for FLOAT and DOUBLE,
- * true or false for BOOLEAN, or null), nothing after the object, and, for Debezium, an op
+ * a number without exponent that fits for DECIMAL, true or false for BOOLEAN, or null), nothing after the object, and, for Debezium, an op
  * of c, r, u or d with the image that op needs. Such a record is good for the general
  * decoder too (error NULL), and its values are the ones the general decoder computes:
  * Spark's reader writes a number it reads as text through Jackson's double (so 1.50 is
@@ -48,8 +48,12 @@ public final class FastJson extends Expression implements CodegenFallback, java.
   private static final ObjectMapper SPEC_READER = new ObjectMapper();
 
   /** Column kinds this decoder reads; any other type keeps the general decoder alone. */
-  private static final int STRING = 0, BYTE = 1, SHORT = 2, INT = 3, LONG = 4, FLOAT = 5, DOUBLE = 6, BOOLEAN = 7;
-  private static final String[] KINDS = {"string", "byte", "short", "integer", "long", "float", "double", "boolean"};
+  private static final int STRING = 0, BYTE = 1, SHORT = 2, INT = 3, LONG = 4, FLOAT = 5, DOUBLE = 6, BOOLEAN = 7,
+      DECIMAL = 8;
+  private static final String[] KINDS = {"string", "byte", "short", "integer", "long", "float", "double", "boolean",
+      "decimal"};
+  /** Number text without an exponent, as the general decoder's cast reads it exactly. */
+  private static final java.util.regex.Pattern PLAIN_NUMBER = java.util.regex.Pattern.compile("-?[0-9]+(\\.[0-9]+)?");
 
   private final Expression value;
   private final Expression general;
@@ -61,6 +65,7 @@ public final class FastJson extends Expression implements CodegenFallback, java.
   private transient boolean payload;
   private transient Map<String, Integer> index;
   private transient int[] kinds;
+  private transient int[] precision, scale;  // of DECIMAL columns
   private transient JsonFactory factory;
   private transient UnsafeProjection generalProjection;
   private transient DataType type;
@@ -228,7 +233,7 @@ public final class FastJson extends Expression implements CodegenFallback, java.
       if (t == JsonToken.VALUE_NULL) {
         continue;
       }
-      Object v = value(p, t, kinds[i]);
+      Object v = value(p, t, i);
       if (v == null) {
         return null;
       }
@@ -237,13 +242,31 @@ public final class FastJson extends Expression implements CodegenFallback, java.
     return new GenericInternalRow(values);
   }
 
-  /** The column's value of a non-null JSON value, or null when it is not clean. */
-  private static Object value(JsonParser p, JsonToken t, int kind) throws IOException {
+  /** Column {@code column}'s value of a non-null JSON value, or null when it is not clean. */
+  private Object value(JsonParser p, JsonToken t, int column) throws IOException {
+    int kind = kinds[column];
     switch (kind) {
       case STRING:
         return t == JsonToken.VALUE_STRING ? UTF8String.fromString(p.getText()) : null;
       case BOOLEAN:
         return t == JsonToken.VALUE_TRUE ? Boolean.TRUE : t == JsonToken.VALUE_FALSE ? Boolean.FALSE : null;
+      case DECIMAL: {
+        // The general decoder casts the number's text as Spark's reader writes it (an
+        // integer as is, any other number as Jackson's double) to DECIMAL(p, s), rounding
+        // half up; a value that does not fit is NULL there. Only plain text is read here.
+        if (t != JsonToken.VALUE_NUMBER_INT && t != JsonToken.VALUE_NUMBER_FLOAT
+            || (t == JsonToken.VALUE_NUMBER_INT && !fitsLong(p))) {
+          return null;
+        }
+        String written = t == JsonToken.VALUE_NUMBER_INT ? Long.toString(p.getLongValue())
+            : Double.toString(p.getDoubleValue());
+        if (!PLAIN_NUMBER.matcher(written).matches()) {
+          return null;
+        }
+        java.math.BigDecimal d = new java.math.BigDecimal(written).setScale(scale[column], java.math.RoundingMode.HALF_UP);
+        return d.precision() <= precision[column] ? org.apache.spark.sql.types.Decimal.apply(d, precision[column],
+            scale[column]) : null;
+      }
       case FLOAT:
       case DOUBLE: {
         if (t == JsonToken.VALUE_NUMBER_INT && !fitsLong(p)) {
@@ -300,11 +323,20 @@ public final class FastJson extends Expression implements CodegenFallback, java.
       throw new IllegalArgumentException("unknown envelope in " + text);
     }
     Map<String, Integer> index = new HashMap<>();
-    int[] kinds = new int[node.path("columns").size()];
-    for (int i = 0; i < kinds.length; i++) {
+    int n = node.path("columns").size();
+    int[] kinds = new int[n], precision = new int[n], scale = new int[n];
+    for (int i = 0; i < n; i++) {
       JsonNode column = node.path("columns").get(i);
       index.put(column.get(0).asText(), i);
-      kinds[i] = java.util.Arrays.asList(KINDS).indexOf(column.get(1).asText());
+      String kind = column.get(1).asText();
+      java.util.regex.Matcher decimal = java.util.regex.Pattern.compile("decimal\\((\\d+),(\\d+)\\)").matcher(kind);
+      if (decimal.matches()) {
+        kinds[i] = DECIMAL;
+        precision[i] = Integer.parseInt(decimal.group(1));
+        scale[i] = Integer.parseInt(decimal.group(2));
+      } else {
+        kinds[i] = kind.equals("decimal") ? -1 : java.util.Arrays.asList(KINDS).indexOf(kind);
+      }
       if (kinds[i] < 0) {
         throw new IllegalArgumentException("the fast JSON decoder does not read " + column.get(1) + ": " + text);
       }
@@ -314,6 +346,8 @@ public final class FastJson extends Expression implements CodegenFallback, java.
       into.payload = node.path("payload").asBoolean(false);
       into.index = index;
       into.kinds = kinds;
+      into.precision = precision;
+      into.scale = scale;
     }
   }
 
