@@ -46,6 +46,19 @@ import org.apache.spark.unsafe.types.UTF8String;
 public final class FastJson extends Expression implements CodegenFallback, java.io.Serializable {
   private static final long serialVersionUID = 1L;
   private static final ObjectMapper SPEC_READER = new ObjectMapper();
+  private static final JsonFactory JSON = new JsonFactory();  // thread-safe once made
+  // The general decoder's projection per executor thread, kept across tasks: each task
+  // deserializes its own copy of this expression, and generating the projection's code
+  // (common subexpressions and all) is tens of milliseconds, per task and micro-batch of a
+  // stream whose tombstones and odd records need it.
+  private static final int KEPT_PROJECTIONS = 64;  // per thread, the most recently made
+  private static final ThreadLocal<Map<Expression, UnsafeProjection>> GENERAL_PROJECTIONS =
+      ThreadLocal.withInitial(() -> new java.util.LinkedHashMap<>(16, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<Expression, UnsafeProjection> eldest) {
+          return size() > KEPT_PROJECTIONS;
+        }
+      });
 
   /** Column kinds this decoder reads; any other type keeps the general decoder alone. */
   private static final int STRING = 0, BYTE = 1, SHORT = 2, INT = 3, LONG = 4, FLOAT = 5, DOUBLE = 6, BOOLEAN = 7,
@@ -66,7 +79,7 @@ public final class FastJson extends Expression implements CodegenFallback, java.
   private transient Map<String, Integer> index;
   private transient int[] kinds;
   private transient int[] precision, scale;  // of DECIMAL columns
-  private transient JsonFactory factory;
+  private transient boolean ready;
   private transient UnsafeProjection generalProjection;
   private transient DataType type;
 
@@ -102,16 +115,16 @@ public final class FastJson extends Expression implements CodegenFallback, java.
     if (generalProjection == null) {
       // One projection of the general decoder, with Spark's common-subexpression
       // elimination: its from_json runs once per record, not once per use.
-      generalProjection = UnsafeProjection.create(general);
+      generalProjection = GENERAL_PROJECTIONS.get().computeIfAbsent(general, UnsafeProjection::create);
     }
     return generalProjection.apply(input).getStruct(0, 2).copy();
   }
 
   /** The decoded row (or change) of a clean record; null for any other. */
   private InternalRow decodeClean(Object text) {
-    if (factory == null) {
+    if (!ready) {
       readSpec(spec, this);
-      factory = new JsonFactory();
+      ready = true;
     }
     try (JsonParser p = parser(text)) {
       if (p == null || p.nextToken() != JsonToken.START_OBJECT) {
@@ -146,7 +159,7 @@ public final class FastJson extends Expression implements CodegenFallback, java.
         return null;
       }
     }
-    return factory.createParser(bytes, offset, length);
+    return JSON.createParser(bytes, offset, length);
   }
 
   /** Debezium's schema-include: the change under the root object's "payload". */
