@@ -6,8 +6,8 @@ conversions that give Flink's rules. For a table whose columns are all of simple
 the engine decodes a clean record with Jackson's streaming parser straight into Spark's
 row (engine/…/formats/FastJson.java) and hands any other record to the format's general
 decoder, the definition, whose answer it reproduces exactly (the class states the
-argument). The general decoder is the one expression both paths come from, so the
-formats keep one description of Flink's rules.
+argument; tests/connectors/test_format_fast_json.py compares the two). So the formats keep
+one description of Flink's rules, and the fast path only reads what it can read exactly.
 """
 from __future__ import annotations
 
