@@ -298,18 +298,20 @@ final class JoinOp extends Operator {
   }
 
   private void passThrough(Iterator<Row> rows, List<Row> out) {
+    int width = width();
+    int[] firstColumn = new int[schemas.length];  // of each side in the output, after the sign
+    for (int i = 0, at = 1; i < schemas.length; at += schemas[i].length(), i++) {
+      firstColumn[i] = at;
+    }
     while (rows.hasNext()) {
       Row r = rows.next();
       int side = sign(r, sideAt);
       if (!passesNullKey[side]) {
         continue;
       }
-      Object[] v = new Object[width()];
+      Object[] v = new Object[width];
       v[0] = sign(r, signAt);
-      int at = 1;
-      for (int i = 0; i < side; i++) {
-        at += schemas[i].length();
-      }
+      int at = firstColumn[side];
       for (int c : rowAt[side]) {
         v[at++] = r.get(c);
       }

@@ -67,6 +67,7 @@ public final class FastJson extends Expression implements CodegenFallback, java.
       "decimal"};
   /** Number text without an exponent, as the general decoder's cast reads it exactly. */
   private static final java.util.regex.Pattern PLAIN_NUMBER = java.util.regex.Pattern.compile("-?[0-9]+(\\.[0-9]+)?");
+  private static final java.util.regex.Pattern DECIMAL_KIND = java.util.regex.Pattern.compile("decimal\\((\\d+),(\\d+)\\)");
 
   private final Expression value;
   private final Expression general;
@@ -95,7 +96,7 @@ public final class FastJson extends Expression implements CodegenFallback, java.
    * decoder for clean records, {@code general} (the same struct) for every other.
    * {@code spec}: {"envelope": "row" | "debezium", "payload": bool (Debezium's
    * schema-include), "columns": [[name, kind], …]} with kinds as Spark names them
-   * (string, byte, short, integer, long, float, double, boolean).
+   * (string, byte, short, integer, long, float, double, boolean, decimal(p,s)).
    */
   public static Column decode(Column value, Column general, String spec) {
     readSpec(spec, null);  // fail on the driver, not in a task
@@ -264,16 +265,10 @@ public final class FastJson extends Expression implements CodegenFallback, java.
       case BOOLEAN:
         return t == JsonToken.VALUE_TRUE ? Boolean.TRUE : t == JsonToken.VALUE_FALSE ? Boolean.FALSE : null;
       case DECIMAL: {
-        // The general decoder casts the number's text as Spark's reader writes it (an
-        // integer as is, any other number as Jackson's double) to DECIMAL(p, s), rounding
-        // half up; a value that does not fit is NULL there. Only plain text is read here.
-        if (t != JsonToken.VALUE_NUMBER_INT && t != JsonToken.VALUE_NUMBER_FLOAT
-            || (t == JsonToken.VALUE_NUMBER_INT && !fitsLong(p))) {
-          return null;
-        }
-        String written = t == JsonToken.VALUE_NUMBER_INT ? Long.toString(p.getLongValue())
-            : Double.toString(p.getDoubleValue());
-        if (!PLAIN_NUMBER.matcher(written).matches()) {
+        // The general decoder casts the written text to DECIMAL(p, s), rounding half up; a
+        // value that does not fit is NULL there. Only plain text is read here.
+        String written = written(p, t);
+        if (written == null || !PLAIN_NUMBER.matcher(written).matches()) {
           return null;
         }
         java.math.BigDecimal d = new java.math.BigDecimal(written).setScale(scale[column], java.math.RoundingMode.HALF_UP);
@@ -282,16 +277,11 @@ public final class FastJson extends Expression implements CodegenFallback, java.
       }
       case FLOAT:
       case DOUBLE: {
-        if (t == JsonToken.VALUE_NUMBER_INT && !fitsLong(p)) {
+        // The general decoder casts the written text (Double.parseDouble / Float.parseFloat).
+        String written = written(p, t);
+        if (written == null) {
           return null;
         }
-        if (t != JsonToken.VALUE_NUMBER_INT && t != JsonToken.VALUE_NUMBER_FLOAT) {
-          return null;
-        }
-        // Spark's reader writes the number as Jackson's long or double; the general decoder
-        // casts that text (Double.parseDouble / Float.parseFloat).
-        String written = t == JsonToken.VALUE_NUMBER_INT ? Long.toString(p.getLongValue())
-            : Double.toString(p.getDoubleValue());
         if (kind == DOUBLE) {
           double d = Double.parseDouble(written);
           return Double.isFinite(d) ? d : null;
@@ -318,6 +308,18 @@ public final class FastJson extends Expression implements CodegenFallback, java.
     }
   }
 
+  /**
+   * A number's text as Spark's reader writes it for the general decoder, which reads
+   * number columns as text: an integer as Jackson's long, any other number as Jackson's
+   * double ("1.50" becomes "1.5"); null for anything else (an integer beyond a long too).
+   */
+  private static String written(JsonParser p, JsonToken t) throws IOException {
+    if (t == JsonToken.VALUE_NUMBER_INT) {
+      return fitsLong(p) ? Long.toString(p.getLongValue()) : null;
+    }
+    return t == JsonToken.VALUE_NUMBER_FLOAT ? Double.toString(p.getDoubleValue()) : null;
+  }
+
   private static boolean fitsLong(JsonParser p) throws IOException {
     JsonParser.NumberType type = p.getNumberType();
     return type == JsonParser.NumberType.INT || type == JsonParser.NumberType.LONG;
@@ -342,7 +344,7 @@ public final class FastJson extends Expression implements CodegenFallback, java.
       JsonNode column = node.path("columns").get(i);
       index.put(column.get(0).asText(), i);
       String kind = column.get(1).asText();
-      java.util.regex.Matcher decimal = java.util.regex.Pattern.compile("decimal\\((\\d+),(\\d+)\\)").matcher(kind);
+      java.util.regex.Matcher decimal = DECIMAL_KIND.matcher(kind);
       if (decimal.matches()) {
         kinds[i] = DECIMAL;
         precision[i] = Integer.parseInt(decimal.group(1));
