@@ -20,6 +20,7 @@ from sqlglot import exp
 
 from job.catalog import Catalog
 from job.errors import PipelineError
+from job.plan import values
 from job.plan.execution import Execution
 from job.plan.relation import NET, SIGN, WATERMARK, Field, Rel, RelScope, conjuncts, output_name
 from job.sql.flink.dialect import WindowTVF
@@ -114,7 +115,7 @@ class Planner:
         if isinstance(node, (exp.Union, exp.Intersect, exp.Except)):
             return setops.plan_set_operation(self, node)
         if isinstance(node, exp.Values):
-            return self.values(node)
+            return values.plan_values(self, node)
         if not isinstance(node, exp.Select):
             raise self.error(node, f"'{node.key.upper()}' is not supported as a query")
         return self.select(node)
@@ -131,7 +132,7 @@ class Planner:
         try:
             from_ = node.args.get("from_") or node.args.get("from")
             if from_ is None:
-                return self.values_select(node)
+                return values.plan_select_without_from(self, node)
             topn = ranking.plan_topn_source(self, node)
             if topn is not None:  # FROM (SELECT …, ROW_NUMBER() OVER (…) AS rn …) WHERE rn <= N
                 rel, rest = topn
@@ -200,7 +201,7 @@ class Planner:
         if isinstance(node, WindowTVF):
             return windows.plan_window_tvf(self, node)
         if isinstance(node, exp.Values):
-            return self.aliased(self.values(node), node)
+            return self.aliased(values.plan_values(self, node), node)
         if isinstance(node, exp.Unnest):
             raise self.error(node, "UNNEST is supported in CROSS JOIN UNNEST(…) and LEFT JOIN UNNEST(…) ON TRUE")
         if not isinstance(node, exp.Table):
@@ -347,50 +348,6 @@ class Planner:
         from job.plan import aggregates
 
         return aggregates.group_by_all(self, rel)
-
-    # ------------------------------------------------------------------ VALUES
-    def values(self, node: exp.Values) -> Rel:
-        """A VALUES list: a bounded, append-only relation."""
-        rows = node.expressions
-        if not rows:
-            raise self.error(node, "VALUES needs at least one row")
-        empty = Rel(None, [], True)
-        tr = self.translator(empty, "VALUES")
-        typed_rows = []
-        for row in rows:
-            items = row.expressions if isinstance(row, exp.Tuple) else [row]
-            typed_rows.append([tr.expr(i) for i in items])
-        width = len(typed_rows[0])
-        if any(len(r) != width for r in typed_rows):
-            raise self.error(node, "VALUES rows have different numbers of columns")
-        from job.sql.flink import rules
-
-        types = [rules.least_restrictive([r[i].type for r in typed_rows]) for i in range(width)]
-        if any(t_ is None for t_ in types):
-            raise self.error(node, "the columns of VALUES have no common type")
-        cols = [self.fresh() for _ in range(width)]
-        selects = []
-        for r in typed_rows:
-            parts = [tr.cast(v, t_).sql if v.type != t_ else v.sql for v, t_ in zip(r, types)]
-            selects.append(", ".join(f"CAST({p} AS {t_.spark}) AS `{c}`" for p, t_, c in zip(parts, types, cols)))
-        alias = node.args.get("alias")
-        names = [c.name for c in alias.args.get("columns") or []] if alias is not None else []
-        if names and len(names) != width:
-            raise self.error(node, f"VALUES has {width} columns but its alias names {len(names)}")
-        names = names or [f"EXPR${i}" for i in range(width)]
-        df = self.spark.sql(" UNION ALL ".join(f"SELECT {s}" for s in selects))
-        from job.plan.scan import bounded_stream
-
-        stream = bounded_stream(self, df)
-        fields = [Field(n, alias.name if alias is not None else None, c, t_) for n, c, t_ in zip(names, cols, types)]
-        return Rel(stream, fields, True, steps=[f"VALUES ({len(rows)} rows) [a bounded source: its rows once]"])
-
-    def values_select(self, node: exp.Select) -> Rel:
-        """SELECT without FROM: one row."""
-        one = exp.Values(expressions=[exp.Tuple(expressions=[exp.Literal.number(1)])])
-        rel = self.values(one)
-        rel.fields = []
-        return self.project(Rel(rel.df, [], True, steps=rel.steps), node.expressions)
 
     # ------------------------------------------------------------------ ORDER BY / LIMIT
     def order_limit(self, rel: Rel, node: exp.Select) -> Rel:
