@@ -109,3 +109,20 @@ def test_rows_that_cannot_match_are_padded_by_the_join(spark, tmp_path, case):
     result = collect(_tables(tmp_path), query, spark=spark, checkpoint_dir=str(tmp_path / "ck"))
     _consistent(result)
     assert sorted(result.rows, key=repr) == sorted(expected, key=repr)
+
+
+def test_an_outer_join_reads_each_source_once(spark, tmp_path):
+    """The padded rows come out of the operator, not from a second read of their source."""
+    from job.errors import Origin
+    from job.pipeline.load import load_statements
+    from job.plan.program import declare
+    from job.plan.queries import new_planner
+    from job.run.queries import QuerySources
+    from job.sql.flink.query import parse_query
+
+    catalog, conf, _ = declare(load_statements(args=_tables(tmp_path)).statements, None)
+    query = CASES["three inputs"][0]
+    planner = new_planner(spark, catalog, conf, QuerySources(spark, str(tmp_path / "ck"), once=True).open)
+    rel = planner.settle(planner.plan(parse_query(query, Origin("query"), query)))
+    plan = rel.df._jdf.queryExecution().logical().toString()
+    assert plan.count("StreamingRelation") == 3  # orders, customers, payments
