@@ -8,12 +8,13 @@ or generated from a seed) — and cases, each a query over them:
         columns: "id INT, cat STRING, amount DECIMAL(10, 2), ts TIMESTAMP(3)"
         extra: "WATERMARK FOR ts AS ts - INTERVAL '1' SECOND"     # optional DDL lines
         format: json                                               # json | debezium-json | csv
-        rows: [{id: 1, cat: a, amount: 1.5, ts: "2024-01-01 10:00:00"}, …]
+        rows: [{id: 1, cat: a, amount: 1.5, ts: "2024-01-01 10:00:00"}, …]   # or JSON lines as strings
         generate: {random: users, seed: 3, events: 200}             # or generated rows
     cases:
       - name: upper_of_category
         query: SELECT UPPER(cat) FROM orders
         time_zone: Asia/Shanghai                                   # optional table.local-time-zone
+        known_difference: "why"                                    # an open gap: xfail until fixed
         statements: ["SET 'k' = 'v'", "CREATE VIEW …"]             # optional, before the query
                      # (${UDF_JAR}: the jar of tests/flink/udf/'s functions)
 
@@ -50,6 +51,7 @@ class Case:
     time_zone: str = "UTC"
     note: str = ""
     fingerprint: str = ""     # what Flink's answer depends on (see flink_results' cache)
+    known_difference: str = ""  # a difference not fixed yet: the case fails once it is gone
 
     @property
     def id(self) -> str:
@@ -137,8 +139,8 @@ def write_table(directory: Path, spec: dict) -> None:
             lines.append(_debezium(*r))
         elif fmt == "csv":
             lines.append(",".join("" if v is None else str(v) for v in r))
-        else:
-            lines.append(json.dumps(r))
+        else:  # a row given as a string is the file's line as written (numbers beyond a float)
+            lines.append(r if isinstance(r, str) else json.dumps(r))
     (directory / "part-0").write_text("".join(line + "\n" for line in lines))
 
 
@@ -167,7 +169,8 @@ def load_cases(data_root: Path, only: Optional[str] = None) -> list[Case]:
         for item in spec.get("cases", []):
             own = [with_udf_jar(s) for s in item.get("statements", [])]
             case = Case(item["name"], group, item["query"].strip(), statements + own,
-                        item.get("time_zone", "UTC"), item.get("note", ""))
+                        item.get("time_zone", "UTC"), item.get("note", ""),
+                        known_difference=item.get("known_difference", ""))
             case.fingerprint = _fingerprint(case, data, str(data_root))
             if only is None or only in case.id:
                 cases.append(case)
