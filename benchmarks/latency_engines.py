@@ -101,8 +101,9 @@ def run_one(a, engine: str, stamp: str) -> dict:
     run_dir = Path(a.work) / "latency" / stamp / engine
     run_dir.mkdir(parents=True, exist_ok=True)
     sql_file = run_dir / f"{engine}.sql"
-    sql_file.write_text(render(a.query, a.bootstrap, prefix))
-    cmd = (engines.job_command(sql_file, run_dir / "checkpoints", once=False) if engine == "job"
+    sets = "".join(f"SET '{k}' = '{v}';\n" for k, v in (s.split("=", 1) for s in a.job_set)) if engine == "job" else ""
+    sql_file.write_text(sets + render(a.query, a.bootstrap, prefix))
+    cmd = (engines.job_command(sql_file, run_dir / "checkpoints", once=False, conf=a.job_conf) if engine == "job"
            else engines.flink_command(sql_file))
     proc = engines.Measured(cmd, run_dir / f"{engine}.log", engines.engine_env(), engines.engine_cwd(engine))
     started = time.time()
@@ -154,6 +155,8 @@ def run_one(a, engine: str, stamp: str) -> dict:
         "cpu_ms_per_event": round((cpu1 - cpu0) / offered * 1000, 3) if offered else None,
         "engine_run": figures, "machine": {"cores": os.cpu_count()}, "commit": engines.git_commit(),
         "when": engines.now_utc(), "note": a.note, "round": stamp,
+        **({"job_conf": a.job_conf} if engine == "job" and a.job_conf else {}),
+        **({"job_set": a.job_set} if engine == "job" and a.job_set else {}),
     }
     if not lat:
         record["error"] = engines.tail(run_dir / f"{engine}.log", 12)
@@ -174,6 +177,10 @@ def main() -> None:
     p.add_argument("--bootstrap", default=os.environ.get("BENCH_KAFKA", "127.0.0.1:19192"))
     p.add_argument("--work", default=os.environ.get("STREAMSQL_BENCH_WORK", "/tmp/streamsql-bench"))
     p.add_argument("--job-rev", help="run the job from a snapshot of this commit (default: the working tree)")
+    p.add_argument("--job-conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a --conf for the job's spark-submit (repeatable), e.g. for an A/B of a setting")
+    p.add_argument("--job-set", action="append", default=[], metavar="KEY=VALUE",
+                   help="a SET statement for the job's pipeline (repeatable), e.g. streamsql.trigger.interval=500ms")
     p.add_argument("--note", default="")
     p.add_argument("--results", default=str(RESULTS))
     a = p.parse_args()

@@ -148,13 +148,13 @@ def machine() -> dict:
     return {"cores": os.cpu_count(), "mem_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30)}
 
 
-def run_engine(engine: str, sql: str, run_dir: Path, timeout: float) -> dict:
+def run_engine(engine: str, sql: str, run_dir: Path, timeout: float, job_conf=()) -> dict:
     run_dir.mkdir(parents=True, exist_ok=True)
     sql_file = run_dir / f"{engine}.sql"
     sql_file.write_text(sql)
     log = run_dir / f"{engine}.log"
     if engine == "job":
-        cmd = engines.job_command(sql_file, run_dir / "checkpoints", once=True)
+        cmd = engines.job_command(sql_file, run_dir / "checkpoints", once=True, conf=job_conf)
     else:
         cmd = engines.flink_command(sql_file)
     figures = engines.Measured(cmd, log, engines.engine_env(), engines.engine_cwd(engine)).wait(timeout)
@@ -186,7 +186,7 @@ def throughput(a) -> None:
             if cold:
                 evict(engine_files(engine) + ([data / t for t in READS[a.query]] if a.source == "files" else []))
             sql = render_pipeline(a.query, a.source, engine, data, a.bootstrap, topics, "blackhole")
-            figures = run_engine(engine, sql, work / "runs" / stamp / f"{pair}-{engine}", a.timeout)
+            figures = run_engine(engine, sql, work / "runs" / stamp / f"{pair}-{engine}", a.timeout, a.job_conf)
             record = {
                 "kind": "throughput", "engine": engine, "query": a.query, "source": a.source,
                 "per_table": a.per_table, "keys": a.keys, "events_read": events_read,
@@ -195,7 +195,7 @@ def throughput(a) -> None:
                 "events_per_s": round(events_read / figures["wall_s"]) if figures["exit"] == 0 else None,
                 "cpu_us_per_event": round(figures["cpu_s"] / events_read * 1e6, 2) if figures["exit"] == 0 else None,
                 "machine": machine(), "commit": engines.git_commit(), "when": engines.now_utc(), "note": a.note,
-                "round": stamp,
+                "round": stamp, **({"job_conf": a.job_conf} if engine == "job" and a.job_conf else {}),
             }
             engines.append_jsonl(Path(a.results), record)
             print(json.dumps({k: record[k] for k in ("engine", "query", "source", "per_table", "cache", "exit",
@@ -299,6 +299,8 @@ def main() -> None:
     p.add_argument("--work", default=os.environ.get("STREAMSQL_BENCH_WORK", "/tmp/streamsql-bench"))
     p.add_argument("--timeout", type=float, default=3600)
     p.add_argument("--job-rev", help="run the job from a snapshot of this commit (default: the working tree)")
+    p.add_argument("--job-conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a --conf for the job's spark-submit (repeatable), e.g. for an A/B of a setting")
     p.add_argument("--note", default="")
     p.add_argument("--results", default=str(RESULTS))
     a = p.parse_args()

@@ -24,6 +24,21 @@ CORRUPT = "__corrupt_record"
 class Decoded:
     row: "Column"            # struct with the requested fields
     error: "Column"          # string: why the record is bad, or NULL
+    whole: Optional["Column"] = None  # struct<row, error> as one expression, when the decoder has one
+
+
+def decoded_once(df, decoded: Decoded, name: str):
+    """(``df`` plus column ``name``: ``decoded`` as one struct<row, error>, the Decoded
+    that reads it). A source reads a decoded record many times (each column, its error);
+    written out, each read is a copy of the decoder, which Spark plans, serializes into
+    every task and deserializes there every micro-batch. Read from one column, there is
+    one copy (Spark keeps a column read several times in its own projection)."""
+    from pyspark.sql import functions as F
+
+    whole = decoded.whole if decoded.whole is not None else F.struct(decoded.row.alias("row"),
+                                                                       decoded.error.alias("error"))
+    df = df.select("*", whole.alias(name))
+    return df, Decoded(df[name]["row"], df[name]["error"])
 
 
 @dataclass(frozen=True)

@@ -38,28 +38,31 @@ def decode(value, schema, options) -> Decoded:
 
     env = envelope(lenient_schema(schema))
     text = as_text(value)
-    if options.get("schema-include"):
+    schema_include = bool(options.get("schema-include"))
+    if schema_include:
         wrapper = StructType([StructField("payload", env), StructField(CORRUPT, StringType())])
-        parsed = F.from_json(text, wrapper, reader_options(options))
-        change, corrupt = parsed["payload"], parsed[CORRUPT]
     else:
         wrapper = StructType(list(env.fields) + [StructField(CORRUPT, StringType())])
-        parsed = F.from_json(text, wrapper, reader_options(options))
-        change, corrupt = parsed, parsed[CORRUPT]
-    op = change["op"]
     ignore = bool(options.get("ignore-parse-errors"))
-    (before, before_error), (after, after_error) = (convert(change[side], schema, ignore) for side in ("before", "after"))
-    row = F.struct(F.when(change["before"].isNotNull(), before).alias("before"),
-                   F.when(change["after"].isNotNull(), after).alias("after"), op.alias("op"))
-    error = (F.when(is_blank(text), F.lit(None))  # Kafka tombstone after a delete
-              .when(corrupt.isNotNull(), F.lit("malformed Debezium JSON or a value that does not fit the declared type"))
-              .when(after_error.isNotNull(), F.concat(F.lit("'after' "), after_error))
-              .when(before_error.isNotNull(), F.concat(F.lit("'before' "), before_error))
-              .when(op.isNull(), F.lit("Debezium event without 'op'"))
-              .when(~op.isin(*VALID_OPS), F.concat(F.lit("unknown Debezium op '"), op, F.lit("'")))
-              .when(op.isin("c", "r", "u") & change["after"].isNull(), F.lit("Debezium event without 'after'"))
-              .when((op == "d") & change["before"].isNull(), F.lit("Debezium delete without 'before'")))
-    return with_fast_path(value, Decoded(row, error), schema, debezium=True, payload=bool(options.get("schema-include")))
+
+    def general(parsed) -> Decoded:
+        change, corrupt = (parsed["payload"], parsed[CORRUPT]) if schema_include else (parsed, parsed[CORRUPT])
+        op = change["op"]
+        (before, before_error), (after, after_error) = (convert(change[side], schema, ignore) for side in ("before", "after"))
+        row = F.struct(F.when(change["before"].isNotNull(), before).alias("before"),
+                       F.when(change["after"].isNotNull(), after).alias("after"), op.alias("op"))
+        error = (F.when(is_blank(text), F.lit(None))  # Kafka tombstone after a delete
+                  .when(corrupt.isNotNull(), F.lit("malformed Debezium JSON or a value that does not fit the declared type"))
+                  .when(after_error.isNotNull(), F.concat(F.lit("'after' "), after_error))
+                  .when(before_error.isNotNull(), F.concat(F.lit("'before' "), before_error))
+                  .when(op.isNull(), F.lit("Debezium event without 'op'"))
+                  .when(~op.isin(*VALID_OPS), F.concat(F.lit("unknown Debezium op '"), op, F.lit("'")))
+                  .when(op.isin("c", "r", "u") & change["after"].isNull(), F.lit("Debezium event without 'after'"))
+                  .when((op == "d") & change["before"].isNull(), F.lit("Debezium delete without 'before'")))
+        return Decoded(row, error)
+
+    parsed = F.from_json(text, wrapper, reader_options(options))
+    return with_fast_path(value, parsed, general, schema, debezium=True, payload=schema_include)
 
 
 def encode(row, options):

@@ -12,6 +12,7 @@ one description of Flink's rules, and the fast path only reads what it can read 
 from __future__ import annotations
 
 import json
+from typing import Callable
 
 from job.formats.base import Decoded, as_text
 
@@ -20,26 +21,38 @@ FAST_JSON_CLASS = "streamsql.engine.formats.FastJson"
 SIMPLE_TYPES = ("string", "byte", "short", "integer", "long", "float", "double", "boolean", "decimal")
 
 
-def with_fast_path(value, general: Decoded, schema, *, debezium: bool, payload: bool = False) -> Decoded:
-    """``general`` (the format's own decoding of ``value``), read through the engine's
-    fast path when every column of ``schema`` is of a simple type and a session with the
-    engine is active; ``general`` itself otherwise."""
+def with_fast_path(value, parsed, general: Callable[["Column"], Decoded], schema, *, debezium: bool,
+                   payload: bool = False) -> Decoded:
+    """The format's own decoding of ``value``, ``general(parsed)`` (``parsed``: Spark's
+    ``from_json`` of it), read through the engine's fast path when every column of
+    ``schema`` is of a simple type and a session with the engine is active.
+
+    The general decoder reads ``parsed`` dozens of times (each field, each check). Written
+    out, each read is a copy of ``from_json`` and its schema in the plan, which Spark then
+    optimizes, serializes into every task and deserializes there, every micro-batch (70 kB
+    for a 3-column Debezium table). Behind the fast path it is written once, as the
+    argument of a lambda (``transform([parsed], p -> general(p))[0]``), which Spark
+    evaluates without generated code: fine for the few records the fast path hands on."""
     from pyspark.sql import SparkSession
 
     spark = SparkSession.getActiveSession()
     kinds = [f.dataType.typeName() for f in schema.fields]
     if spark is None or not kinds or any(k not in SIMPLE_TYPES for k in kinds):
-        return general
+        return general(parsed)
     from pyspark.sql import functions as F
     from pyspark.sql.classic.column import Column
 
     from job.changelog.jvm import static_call
 
+    def both_of(p):
+        decoded = general(p)
+        return F.struct(decoded.row.alias("row"), decoded.error.alias("error"))
+
     spec = json.dumps({"envelope": "debezium" if debezium else "row", "payload": payload,  # decimal(p,s) as such
                        "columns": [[f.name, f.dataType.simpleString() if k == "decimal" else k]
                                    for f, k in zip(schema.fields, kinds)]})
-    both = F.struct(general.row.alias("row"), general.error.alias("error"))
+    both = F.transform(F.array(parsed), both_of)[0]
     column = "org.apache.spark.sql.Column"
     decoded = Column(static_call(spark, FAST_JSON_CLASS, "decode", (column, as_text(value)._jc), (column, both._jc),
                                  ("java.lang.String", spec)))
-    return Decoded(decoded["row"], decoded["error"])
+    return Decoded(decoded["row"], decoded["error"], decoded)

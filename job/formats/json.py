@@ -27,6 +27,10 @@ def reader_options(options) -> dict:
 # string: "123" into an INT column is 123, " 1.5 " into a DOUBLE 1.5, and a BOOLEAN is true
 # for true or any casing of "true", false for anything else. Spark's reader fails such a
 # record. So these columns are read as their text and converted here with Flink's rules.
+# A DECIMAL column is read as a VARIANT and then as text: Spark's reader writes a number
+# read as text through a double (0.1234567890123456789 loses its last digits), while a
+# VARIANT keeps a number without exponent of up to 38 digits exactly, as Flink's
+# BigDecimal does.
 _INTEGERS = ("byte", "short", "integer", "long")
 _INTEGER_TEXT = r"^[+-]?[0-9]+$"
 _DECIMAL_TEXT = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"  # what java.math.BigDecimal reads
@@ -37,10 +41,15 @@ def _lenient(data_type) -> bool:
 
 
 def lenient_schema(schema):
-    """``schema`` with its number and boolean columns read as text (see above)."""
-    from pyspark.sql.types import StringType, StructField, StructType
+    """``schema`` with its number and boolean columns read as text, DECIMAL ones as a
+    VARIANT (see above)."""
+    from pyspark.sql.types import StringType, StructField, StructType, VariantType
 
-    return StructType([StructField(f.name, StringType(), True) if _lenient(f.dataType) else f for f in schema.fields])
+    def read_as(data_type):
+        return VariantType() if data_type.typeName().startswith("decimal") else StringType()
+
+    return StructType([StructField(f.name, read_as(f.dataType), True) if _lenient(f.dataType) else f
+                       for f in schema.fields])
 
 
 def convert(parsed, schema, ignore_errors: bool):
@@ -54,6 +63,8 @@ def convert(parsed, schema, ignore_errors: bool):
     for f in schema.fields:
         raw = parsed[f.name]
         kind = f.dataType.typeName()
+        if kind.startswith("decimal"):
+            raw = raw.cast("string")  # the VARIANT's text: a JSON null is NULL, a string its content
         if not _lenient(f.dataType):
             columns.append(raw.alias(f.name))
             continue
@@ -78,12 +89,16 @@ def decode(value, schema, options) -> Decoded:
     from pyspark.sql import functions as F
 
     text = as_text(value)
+
+    def general(parsed) -> Decoded:
+        row, field_error = convert(parsed, schema, bool(options.get("ignore-parse-errors")))
+        error = (F.when(is_blank(text), F.lit(None))
+                  .when(parsed[CORRUPT].isNotNull(), F.lit("malformed JSON or a value that does not fit the declared type"))
+                  .otherwise(field_error))
+        return Decoded(row, error)
+
     parsed = F.from_json(text, with_corrupt_field(lenient_schema(schema)), reader_options(options))
-    row, field_error = convert(parsed, schema, bool(options.get("ignore-parse-errors")))
-    error = (F.when(is_blank(text), F.lit(None))
-              .when(parsed[CORRUPT].isNotNull(), F.lit("malformed JSON or a value that does not fit the declared type"))
-              .otherwise(field_error))
-    return with_fast_path(value, Decoded(row, error), schema, debezium=False)
+    return with_fast_path(value, parsed, general, schema, debezium=False)
 
 
 def encode(row, options):

@@ -27,12 +27,15 @@ VALUES = ['"u1"', '" 12 "', '"12"', '"1.5"', '"abc"', '""', '"\\u00e9\\ud800"', 
           "-1e400", "3.4028235e38", "3.4028236e39", "1e-50", "16777217", "true", "false", "null", "[]", "[1, 2]",
           "0.005", "-0.005", "0.015", "2.675", "12345678.994", "12345678.995", "99999999.995", "-99999999.99",
           "1e-5", "1.5e3", "123456789012345678901234567890", "12345678901234567890.123456789", "0.00001",
-          "1234567.0", "9999999999", "1e7",
+          "1234567.0", "9999999999", "1e7", "0.000000000000000000000000000000000000001", "-0.0",
+          "123456789012345678901234567890123456789", "12345678901234567890123456789012345678.9",
+          "1.2345678901234567890123e5", "0.12345678901234567890123456789012345678",
           "{}", '{"x": [1, {"y": 2}]}']
 # Values each column reads cleanly.
 CLEAN = {"string": ['"u1"', '""', '"\\u00e9 \\" x"', "null"], "float": ["1.5", "1e2", "-2.25", "7", "null"],
          "double": ["1.5", "1e-50", "-0.0", "7", "null"], "boolean": ["true", "false", "null"],
-         "decimal": ["1.25", "-0.005", "0", "12345678.99", "7", "0.125", "-3.14159", "null"]}
+         "decimal": ["1.25", "-0.005", "0", "12345678.99", "7", "0.125", "-3.14159", "null",
+                     "0.1000000000000000000001", "0.12345678901234567890123456789"]}
 INTEGERS = ["0", "-0", "7", "-128", "127", "null"]
 ROWS = [
     '{"uid": "a", "score": 1, "b": 2, "s": 3, "l": 4, "f": 1.5, "d": 2.5, "ok": true}',
@@ -158,7 +161,8 @@ def test_the_fast_path_takes_clean_records_and_leaves_the_rest(spark):
              ' "f": 1e2, "d": -0.5, "ok": false}, "source": {"x": [1]}}',
              '{"before": {"uid": "a"}, "after": {"uid": "a", "zz": null}, "op": "u", "ts_ms": 1}',
              '{"before": {"uid": "a"}, "op": "d"}', '  {"op": "r", "after": {}}\n', '{"op": "u", "after": {"ok": null}}',
-             '{"op": "c", "after": {"m": 1234567.994, "w": -0.005}}', '{"op": "c", "after": {"m": 7, "w": 2.675}}']
+             '{"op": "c", "after": {"m": 1234567.994, "w": -0.005}}', '{"op": "c", "after": {"m": 7, "w": 2.675}}',
+             '{"op": "c", "after": {"m": 12345678.994, "w": 0.1000000000000000000001}}']
     unclean = ['{"op": "c", "after": {"score": "1"}}', '{"op": "c", "after": {"b": 128}}',
                '{"op": "c", "after": {"l": 9223372036854775808}}', '{"op": "c", "after": {"d": 1e400}}',
                '{"op": "c", "after": {"f": 1e39}}', '{"op": "c", "after": {"ok": 1}}', '{"op": "c", "after": {"uid": 1}}',
@@ -167,12 +171,12 @@ def test_the_fast_path_takes_clean_records_and_leaves_the_rest(spark):
                '{"op": "x", "after": {}}', '{"after": {}}', '{"op": null, "after": {}}', '{"op": "c", "after": []}',
                '{"op": "c", "after": {}, "ts_ms": "1"}', '{"op": "c", "after": {}, "ts_ms": 1.5}', "", "[]", "null",
                '{"op": "c", "after": {"uid": "a"}', '{"op": "c", "after": {"m": 1e-5}}', '{"op": "c", "after": {"m": "1"}}',
-               '{"op": "c", "after": {"m": 99999999.995}}', '{"op": "c", "after": {"m": 12345678.994}}', '{"op": "c", "after": {"w": 12345678901234567890123}}']
+               '{"op": "c", "after": {"m": 99999999.995}}', '{"op": "c", "after": {"m": 1.5e1}}', '{"op": "c", "after": {"w": 12345678901234567890123}}']
     texts = clean + unclean
     df = spark.createDataFrame([(i, t) for i, t in enumerate(texts)], "i int, v string")
     row_type = debezium_json.envelope(SCHEMA)[:3]
     stand_in = Decoded(F.lit(None).cast(row_type), F.lit("general"))
-    decoded = fast_json.with_fast_path(df["v"], stand_in, SCHEMA, debezium=True)
+    decoded = fast_json.with_fast_path(df["v"], df["v"], lambda _parsed: stand_in, SCHEMA, debezium=True)
     got = {r.i: r.error for r in df.select("i", decoded.error.alias("error")).collect()}
     assert [texts[i] for i in sorted(got) if got[i] is None] == clean
 

@@ -11,6 +11,7 @@ from job.connectors.filesystem.layout import (DEFAULT_PARTITION_NAMES, METADATA_
 from job.connectors.hadoop import empty_directory
 from job.connectors.rows import changelog_rows, clean_records, physical_schema, table_frame
 from job.errors import EXIT_UNREACHABLE
+from job.formats.base import decoded_once
 from job.options import table_error
 
 
@@ -84,7 +85,7 @@ def _text_source(spark, df, table, options, fmt, ordered: bool = True) -> Source
         lines = lines.where(~is_blank(F.col("value")))
     position = F.concat(F.lit("file "), F.col("__file"), F.lit(" (block "), F.col("__block").cast("string"), F.lit(")"))
     data = data_columns(table)
-    decoded = fmt.decode(F.col("value"), physical_schema(table, data), fopts)
+    lines, decoded = decoded_once(lines, fmt.decode(F.col("value"), physical_schema(table, data), fopts), "__decoded")
     partitions = {name: _partition_value(table, name) for name in partition_columns(table)}
     metadata = {c.name: _metadata_value(c) for c in table.columns if c.kind == "metadata"}
 

@@ -10,7 +10,7 @@ from job.connectors.kafka.admin import check_reachable, ensure_topics, starting_
 from job.connectors.kafka.common import METADATA_KEYS, spark_kafka_options, topics
 from job.connectors.registry import format_for
 from job.connectors.rows import physical_schema
-from job.formats.base import format_options
+from job.formats.base import decoded_once, format_options
 
 
 def value_format(table, options):
@@ -63,11 +63,13 @@ def read_topic(ctx, *, key_cols: list[str]):
 
     value_fmt, value_opts = value_format(table, options)
     value = value_fmt.decode(df["value"], physical_schema(table, value_columns(table, options, key_cols)), value_opts)
+    df, value = decoded_once(df, value, "__value_decoded")
     key = None
     if key_cols:
         key_fmt, key_opts = key_format(table, options)
         key_schema = physical_schema(table, key_cols, strip_prefix=options.get("key.fields-prefix", ""))
         key = key_fmt.decode(df["key"], key_schema, key_opts)
+        df, key = decoded_once(df, key, "__key_decoded")
     return df, value, key
 
 

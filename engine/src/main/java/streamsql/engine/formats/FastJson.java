@@ -34,11 +34,13 @@ import org.apache.spark.unsafe.types.UTF8String;
  * general decoder's own result. It decodes only a clean record: one JSON object whose known
  * fields each appear once with a value of exactly the column's JSON kind (a string for
  * STRING, an integer in range for the integer types, a finite number for FLOAT and DOUBLE,
- * a number without exponent that fits for DECIMAL, true or false for BOOLEAN, or null), nothing after the object, and, for Debezium, an op
+ * a number without exponent of at most 38 digits for DECIMAL, true or false for BOOLEAN, or
+ * null), nothing after the object, and, for Debezium, an op
  * of c, r, u or d with the image that op needs. Such a record is good for the general
  * decoder too (error NULL), and its values are the ones the general decoder computes:
  * Spark's reader writes a number it reads as text through Jackson's double (so 1.50 is
- * "1.5"), which the general decoder then casts; the same steps are taken here. Anything
+ * "1.5"), which the general decoder then casts (a DECIMAL column's number is exact, read
+ * as a VARIANT); the same steps are taken here. Anything
  * else (a number as text, a malformed record, a duplicate field, a missing op, a value out
  * of range) is the general decoder's: it runs, with its common parts evaluated once, only
  * for such records.
@@ -52,10 +54,13 @@ public final class FastJson extends Expression implements CodegenFallback, java.
   // (common subexpressions and all) is tens of milliseconds, per task and micro-batch of a
   // stream whose tombstones and odd records need it.
   private static final int KEPT_PROJECTIONS = 64;  // per thread, the most recently made
-  private static final ThreadLocal<Map<Expression, UnsafeProjection>> GENERAL_PROJECTIONS =
+  // Keyed by the bound general decoder's full tree text: the expressions themselves are no
+  // key, as copies of a lambda's variable (the general decoder reads its from_json once,
+  // through a lambda) are never equal.
+  private static final ThreadLocal<Map<String, UnsafeProjection>> GENERAL_PROJECTIONS =
       ThreadLocal.withInitial(() -> new java.util.LinkedHashMap<>(16, 0.75f, true) {
         @Override
-        protected boolean removeEldestEntry(Map.Entry<Expression, UnsafeProjection> eldest) {
+        protected boolean removeEldestEntry(Map.Entry<String, UnsafeProjection> eldest) {
           return size() > KEPT_PROJECTIONS;
         }
       });
@@ -116,7 +121,8 @@ public final class FastJson extends Expression implements CodegenFallback, java.
     if (generalProjection == null) {
       // One projection of the general decoder, with Spark's common-subexpression
       // elimination: its from_json runs once per record, not once per use.
-      generalProjection = GENERAL_PROJECTIONS.get().computeIfAbsent(general, UnsafeProjection::create);
+      String key = general.treeString(true, false, Integer.MAX_VALUE, false, false);
+      generalProjection = GENERAL_PROJECTIONS.get().computeIfAbsent(key, k -> UnsafeProjection.create(general));
     }
     return generalProjection.apply(input).getStruct(0, 2).copy();
   }
@@ -265,13 +271,15 @@ public final class FastJson extends Expression implements CodegenFallback, java.
       case BOOLEAN:
         return t == JsonToken.VALUE_TRUE ? Boolean.TRUE : t == JsonToken.VALUE_FALSE ? Boolean.FALSE : null;
       case DECIMAL: {
-        // The general decoder casts the written text to DECIMAL(p, s), rounding half up; a
-        // value that does not fit is NULL there. Only plain text is read here.
-        String written = written(p, t);
-        if (written == null || !PLAIN_NUMBER.matcher(written).matches()) {
+        // The general decoder reads a DECIMAL column as a VARIANT, which keeps a number
+        // without exponent of at most 38 digits and scale 38 exactly (Spark's
+        // VariantBuilder.tryParseDecimal), and casts its text to DECIMAL(p, s), rounding
+        // half up; a value that does not fit is NULL there. Only such numbers are read here.
+        java.math.BigDecimal exact = exactDecimal(p, t);
+        if (exact == null) {
           return null;
         }
-        java.math.BigDecimal d = new java.math.BigDecimal(written).setScale(scale[column], java.math.RoundingMode.HALF_UP);
+        java.math.BigDecimal d = exact.setScale(scale[column], java.math.RoundingMode.HALF_UP);
         return d.precision() <= precision[column] ? org.apache.spark.sql.types.Decimal.apply(d, precision[column],
             scale[column]) : null;
       }
@@ -318,6 +326,22 @@ public final class FastJson extends Expression implements CodegenFallback, java.
       return fitsLong(p) ? Long.toString(p.getLongValue()) : null;
     }
     return t == JsonToken.VALUE_NUMBER_FLOAT ? Double.toString(p.getDoubleValue()) : null;
+  }
+
+  /** A number's exact value when a VARIANT holds it as a decimal (see value()), else null. */
+  private static java.math.BigDecimal exactDecimal(JsonParser p, JsonToken t) throws IOException {
+    if (t == JsonToken.VALUE_NUMBER_INT && fitsLong(p)) {
+      return java.math.BigDecimal.valueOf(p.getLongValue());
+    }
+    if (t != JsonToken.VALUE_NUMBER_FLOAT && t != JsonToken.VALUE_NUMBER_INT) {
+      return null;
+    }
+    String text = p.getText();
+    if (!PLAIN_NUMBER.matcher(text).matches()) {
+      return null;
+    }
+    java.math.BigDecimal d = new java.math.BigDecimal(text);
+    return d.precision() <= 38 && d.scale() <= 38 ? d : null;
   }
 
   private static boolean fitsLong(JsonParser p) throws IOException {
