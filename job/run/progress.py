@@ -93,6 +93,8 @@ class ProgressReporter:
                 continue
             event = json.loads(text)
             kind, data = event["event"], event["data"]
+            if kind == "closed":  # detach() unregistered the listener: nothing more will come
+                return
             if kind == "started":
                 self.names_by_id[data["id"]] = data["name"]
             elif kind == "progress":

@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import sys
 import threading
-import time
 import traceback
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
@@ -239,7 +238,19 @@ def supervise(queries, stop: StopSignal, stop_timeout: float, sink_keys: Optiona
             if failed is not None:
                 raise query_failure(failed)
             return
-        time.sleep(poll)
+        wait_for_any_end(queries, poll)
+
+
+def wait_for_any_end(queries, timeout: float) -> None:
+    """Up to ``timeout`` seconds, returning as soon as the first active query ends (a
+    --once run exits the moment its last query does, not at the next poll)."""
+    active = next((q for q in queries if q.isActive), None)
+    if active is None:
+        return
+    try:
+        active.awaitTermination(timeout)
+    except Exception:  # noqa: BLE001 - a failed query: the caller looks at its exception
+        pass
 
 
 def open_exporters(options: RunOptions) -> list:

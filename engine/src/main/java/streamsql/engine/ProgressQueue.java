@@ -32,8 +32,11 @@ public final class ProgressQueue extends StreamingQueryListener {
     return queue;
   }
 
+  /** Stops listening; the reporter's next {@link #poll} returns a "closed" event at once
+   *  (after any events still queued), so a run does not wait out a poll's timeout to end. */
   public void unregister() {
     spark.streams().removeListener(this);
+    events.add(tagged("closed", "{}"));
   }
 
   /** The next event as JSON ({@code {"event": "started"|"progress"|"terminated", "data": …}}),
