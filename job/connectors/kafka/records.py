@@ -38,6 +38,20 @@ def key_field(column: str, prefix: str) -> str:
     return column[len(prefix):] if prefix and column.startswith(prefix) else column
 
 
+# How long a fetch at the end of a partition's data waits for more (Kafka's default 500 ms).
+# A micro-batch reads an offset range that is already in the log, so the wait only delays
+# the batch that reaches the end of what was written: the last batch of a stream whose
+# producer stopped took 1.8 s instead of 0.4 s (three topics, 500 ms per partition read in
+# turn), and a bounded run ended that much later. A table's 'properties.fetch.max.wait.ms'
+# wins.
+FETCH_MAX_WAIT_MS = "10"
+
+
+def consumer_options(options) -> dict[str, str]:
+    """Spark's Kafka source options for the table: its client properties, and ours."""
+    return {"kafka.fetch.max.wait.ms": FETCH_MAX_WAIT_MS, **spark_kafka_options(options)}
+
+
 def read_topic(ctx, *, key_cols: list[str]):
     """The raw Kafka stream plus decoded key/value structs.
 
@@ -48,7 +62,7 @@ def read_topic(ctx, *, key_cols: list[str]):
         check_reachable(spark, options)
         if not options.get("topic-pattern"):
             ensure_topics(spark, options, topics(options))
-    reader = spark.readStream.format("kafka").options(**spark_kafka_options(options))
+    reader = spark.readStream.format("kafka").options(**consumer_options(options))
     if options.get("topic-pattern"):
         reader = reader.option("subscribePattern", options["topic-pattern"])
     else:
