@@ -26,6 +26,12 @@ class Decoded:
     error: "Column"          # string: why the record is bad, or NULL
     whole: Optional["Column"] = None  # struct<row, error> as one expression, when the decoder has one
 
+    def struct(self) -> "Column":
+        """The decoded record as one struct<row, error>."""
+        from pyspark.sql import functions as F
+
+        return self.whole if self.whole is not None else F.struct(self.row.alias("row"), self.error.alias("error"))
+
 
 def decoded_once(df, decoded: Decoded, name: str):
     """(``df`` plus column ``name``: ``decoded`` as one struct<row, error>, the Decoded
@@ -33,11 +39,7 @@ def decoded_once(df, decoded: Decoded, name: str):
     written out, each read is a copy of the decoder, which Spark plans, serializes into
     every task and deserializes there every micro-batch. Read from one column, there is
     one copy (Spark keeps a column read several times in its own projection)."""
-    from pyspark.sql import functions as F
-
-    whole = decoded.whole if decoded.whole is not None else F.struct(decoded.row.alias("row"),
-                                                                       decoded.error.alias("error"))
-    df = df.select("*", whole.alias(name))
+    df = df.select("*", decoded.struct().alias(name))
     return df, Decoded(df[name]["row"], df[name]["error"])
 
 

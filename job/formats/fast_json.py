@@ -44,14 +44,10 @@ def with_fast_path(value, parsed, general: Callable[["Column"], Decoded], schema
 
     from job.changelog.jvm import static_call
 
-    def both_of(p):
-        decoded = general(p)
-        return F.struct(decoded.row.alias("row"), decoded.error.alias("error"))
-
     spec = json.dumps({"envelope": "debezium" if debezium else "row", "payload": payload,  # decimal(p,s) as such
                        "columns": [[f.name, f.dataType.simpleString() if k == "decimal" else k]
                                    for f, k in zip(schema.fields, kinds)]})
-    both = F.transform(F.array(parsed), both_of)[0]
+    both = F.transform(F.array(parsed), lambda p: general(p).struct())[0]
     column = "org.apache.spark.sql.Column"
     decoded = Column(static_call(spark, FAST_JSON_CLASS, "decode", (column, as_text(value)._jc), (column, both._jc),
                                  ("java.lang.String", spec)))

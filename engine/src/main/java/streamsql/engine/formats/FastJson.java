@@ -330,11 +330,11 @@ public final class FastJson extends Expression implements CodegenFallback, java.
 
   /** A number's exact value when a VARIANT holds it as a decimal (see value()), else null. */
   private static java.math.BigDecimal exactDecimal(JsonParser p, JsonToken t) throws IOException {
-    if (t == JsonToken.VALUE_NUMBER_INT && fitsLong(p)) {
-      return java.math.BigDecimal.valueOf(p.getLongValue());
-    }
     if (t != JsonToken.VALUE_NUMBER_FLOAT && t != JsonToken.VALUE_NUMBER_INT) {
       return null;
+    }
+    if (t == JsonToken.VALUE_NUMBER_INT && fitsLong(p)) {
+      return java.math.BigDecimal.valueOf(p.getLongValue());
     }
     String text = p.getText();
     if (!PLAIN_NUMBER.matcher(text).matches()) {
