@@ -196,3 +196,17 @@ def test_bytes_that_are_not_utf8_json_are_the_general_decoders(spark, monkeypatc
         return df.select("i", d.row.alias("row"), d.error.alias("error")).orderBy("i")
 
     assert_df_equality(decoded(True), decoded(False), ignore_nullable=True)
+
+
+def test_a_decoded_record_is_one_from_json_in_the_plan(spark):
+    """The general decoder reads its from_json result for every column and check; each read
+    must not be a copy of from_json in the plan (Spark ships the plan to every task of every
+    micro-batch): read once, through the lambda and one column, whatever reads the record."""
+    from job.formats.base import decoded_once
+
+    df = spark.createDataFrame([('{"op": "c", "after": {"uid": "a", "score": 1}}',)], "v string")
+    df, decoded = decoded_once(df, debezium_json.decode(df["v"], SCHEMA, {}), "__decoded")
+    reads = df.select(*[decoded.row["after"][f].alias(f) for f in SCHEMA.fieldNames()], decoded.error.alias("e"))
+    plan = reads._jdf.queryExecution().optimizedPlan().toString()
+    assert plan.count("from_json(") == 1, plan[:2000]
+    assert reads.collect()[0]["uid"] == "a"

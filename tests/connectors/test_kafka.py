@@ -85,3 +85,13 @@ def test_group_offsets_start_from_what_the_group_committed(spark, kafka_bootstra
     ddl = source_ddl(src, kafka_bootstrap, f", 'properties.group.id' = '{topic_name('g')}'")
     assert run_sql([ddl, sink_ddl(out, kafka_bootstrap), INSERT], tmp_path) == 0
     assert [r["id"] for r in values(spark, kafka_bootstrap, out)] == [1, 2]
+
+
+def test_the_consumer_does_not_wait_at_the_end_of_the_data_unless_the_table_says():
+    # Kafka's 500 ms long poll held up the batch that reached the end of a topic.
+    from job.connectors.kafka.records import FETCH_MAX_WAIT_MS, consumer_options
+
+    assert consumer_options({"properties.bootstrap.servers": "b:9092"})["kafka.fetch.max.wait.ms"] == FETCH_MAX_WAIT_MS
+    assert int(FETCH_MAX_WAIT_MS) < 500
+    own = consumer_options({"properties.bootstrap.servers": "b:9092", "properties.fetch.max.wait.ms": "250"})
+    assert own["kafka.fetch.max.wait.ms"] == "250"
