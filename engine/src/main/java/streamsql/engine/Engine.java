@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import org.apache.spark.api.java.function.MapFunction;
+import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.KeyValueGroupedDataset;
@@ -11,6 +12,7 @@ import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.streaming.OutputMode;
 import org.apache.spark.sql.streaming.TimeMode;
+import org.apache.spark.sql.functions;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
@@ -29,16 +31,24 @@ public final class Engine {
   public static final String SIGN = "__sign";
   public static final String NET = "__net";
 
-  /** Rows grouped by the named columns (no columns: one group). */
+  /**
+   * Rows grouped by the named columns (no columns: one group). Grouped by the columns
+   * themselves rather than by a key function: a function needs every row turned into a
+   * Row object and its key back into Spark's format before the shuffle (an extra step,
+   * AppendColumns, that converts every string of every row).
+   */
   static KeyValueGroupedDataset<Row, Row> grouped(Dataset<Row> input, List<String> keys) {
+    streamsql.engine.grouping.KeyGrouping.install(input.sparkSession());
     StructType schema = input.schema();
     if (keys.isEmpty()) {
       StructType one = new StructType().add("__group", DataTypes.IntegerType, false);
-      return input.groupByKey((MapFunction<Row, Row>) r -> RowFactory.create(0), Encoders.row(one));
+      return input.groupBy(functions.lit(0).as("__group")).as(Encoders.row(one), Encoders.row(schema));
     }
-    int[] at = Spec.indices(schema, keys);
-    return input.groupByKey((MapFunction<Row, Row>) r -> Operator.row(Operator.values(r, at)),
-        Encoders.row(Spec.select(schema, keys)));
+    Column[] columns = new Column[keys.size()];
+    for (int i = 0; i < columns.length; i++) {
+      columns[i] = input.col("`" + keys.get(i).replace("`", "``") + "`");
+    }
+    return input.groupBy(columns).as(Encoders.row(Spec.select(schema, keys)), Encoders.row(schema));
   }
 
   private static Dataset<Row> run(Dataset<Row> input, List<String> keys, Operator op, StructType output) {
