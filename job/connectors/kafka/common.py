@@ -35,7 +35,7 @@ COMMON = (
     Option("key.fields-prefix", default="", description="Prefix of key columns in the schema, stripped when (de)serialising the key."),
     Option("value.fields-include", "enum", default="ALL", choices=("ALL", "EXCEPT_KEY"),
            description="Whether key columns are also in the value."),
-    Option("scan.max-offsets-per-trigger", "int", default=1_000_000,
+    Option("scan.max-offsets-per-trigger", "int", default=5_000_000,
            description="Upper bound of records read per micro-batch (Spark's maxOffsetsPerTrigger): a backlog is "
                        "read in bounded batches."),
     Option("scan.bounded.mode", "enum", default="unbounded", choices=("unbounded", "latest-offset"),

@@ -67,7 +67,11 @@ def read_topic(ctx, *, key_cols: list[str]):
         reader = reader.option("subscribePattern", options["topic-pattern"])
     else:
         reader = reader.option("subscribe", ",".join(topics(options)))
-    reader = reader.option("includeHeaders", "true").option("failOnDataLoss", "false")
+    # Spark turns every record's headers into an array of structs when asked for them:
+    # only a table that declares a headers column asks.
+    if reads_headers(table):
+        reader = reader.option("includeHeaders", "true")
+    reader = reader.option("failOnDataLoss", "false")
     if options.get("scan.max-offsets-per-trigger"):
         reader = reader.option("maxOffsetsPerTrigger", str(options["scan.max-offsets-per-trigger"]))
     if options.get("scan.poll-timeout"):
@@ -85,6 +89,12 @@ def read_topic(ctx, *, key_cols: list[str]):
         key = key_fmt.decode(df["key"], key_schema, key_opts)
         df, key = decoded_once(df, key, "__key_decoded")
     return df, value, key
+
+
+def reads_headers(table) -> bool:
+    """Does a METADATA column of the table read the records' headers?"""
+    return any(col.kind == "metadata" and METADATA_KEYS.get(col.metadata_key or col.name) == "headers"
+               for col in table.columns)
 
 
 def metadata_columns(df, table) -> dict[str, Any]:
