@@ -95,3 +95,25 @@ def test_the_consumer_does_not_wait_at_the_end_of_the_data_unless_the_table_says
     assert int(FETCH_MAX_WAIT_MS) < 500
     own = consumer_options({"properties.bootstrap.servers": "b:9092", "properties.fetch.max.wait.ms": "250"})
     assert own["kafka.fetch.max.wait.ms"] == "250"
+
+
+def test_headers_are_read_where_a_column_declares_them(spark, kafka_bootstrap, tmp_path):
+    """Records' headers are asked of Spark's source only for a table with a headers column
+    (Spark builds them per record); such a table reads them."""
+    src, out = topic_name("src"), topic_name("out")
+    records = spark.createDataFrame(
+        [("a", json.dumps({"id": 1, "name": "ann"}), [("trace", b"t1"), ("hop", b"2")]),
+         ("b", json.dumps({"id": 2, "name": "bob"}), [])],
+        "key string, value string, headers array<struct<key: string, value: binary>>")
+    records.coalesce(1).write.format("kafka").option("kafka.bootstrap.servers", kafka_bootstrap) \
+        .option("topic", src).save()
+    ddl = f"""CREATE TABLE src (id INT, name STRING, h MAP<STRING, BYTES> METADATA FROM 'headers' VIRTUAL)
+      WITH ('connector' = 'kafka', 'topic' = '{src}', 'properties.bootstrap.servers' = '{kafka_bootstrap}',
+            'format' = 'json', 'scan.startup.mode' = 'earliest-offset')"""
+    sink = f"""CREATE TABLE out (id INT, trace STRING, headers INT)
+      WITH ('connector' = 'kafka', 'topic' = '{out}', 'properties.bootstrap.servers' = '{kafka_bootstrap}',
+            'format' = 'json')"""
+    insert = "INSERT INTO out SELECT id, CAST(h['trace'] AS STRING), CARDINALITY(h) FROM src"
+    assert run_sql([ddl, sink, insert], tmp_path) == 0
+    rows = sorted((json.loads(v) for _k, v in consume(spark, kafka_bootstrap, out)), key=lambda r: r["id"])
+    assert rows == [{"id": 1, "trace": "t1", "headers": 2}, {"id": 2, "trace": None, "headers": 0}]
