@@ -151,8 +151,10 @@ public final class KeyGroupExec extends SparkPlan {
 
     @Override
     public Iterator<InternalRow> apply(Iterator<InternalRow> rows) {
-      Seq<Expression> keySeq = scala.jdk.javaapi.CollectionConverters.asScala(keys).toSeq();
-      UnsafeProjection keyOf = UnsafeProjection.create(keySeq, input);
+      // One projection serves the sort and the regrouping: the sorter reads every row
+      // before the first comes out.
+      UnsafeProjection keyOf = UnsafeProjection.create(scala.jdk.javaapi.CollectionConverters.asScala(keys).toSeq(),
+          input);
       UnsafeExternalRowSorter.PrefixComputer hashOf = new UnsafeExternalRowSorter.PrefixComputer() {
         private final Prefix prefix = new Prefix();
 
@@ -168,7 +170,7 @@ public final class KeyGroupExec extends SparkPlan {
             NoOrder::new, PrefixComparators.LONG, hashOf, SparkEnv.get().memoryManager().pageSizeBytes(), true);
         @SuppressWarnings("unchecked")
         Iterator<UnsafeRow> unsafe = (Iterator<UnsafeRow>) (Iterator<?>) rows;
-        return new Regrouped(sorter.sort(unsafe), UnsafeProjection.create(keySeq, input), mask);
+        return new Regrouped(sorter.sort(unsafe), keyOf, mask);
       } catch (IOException e) {
         throw new java.io.UncheckedIOException(e);
       }
