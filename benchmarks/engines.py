@@ -290,6 +290,8 @@ def job_root(rev: Optional[str] = None) -> Path:
                         (tmp / "jars" / sub.name / jar.name).symlink_to(jar.resolve())
         # Built now rather than by the first measured run's spark-submit.sh.
         subprocess.run([str(tmp / "scripts" / "build_engine.sh")], check=True)
+        # Bytecode, as scripts/setup.sh writes for a checkout.
+        subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-m", "compileall", "-q", str(tmp / "job")], check=True)
         tmp.rename(dest)
     return dest
 
