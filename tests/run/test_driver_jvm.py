@@ -56,12 +56,12 @@ def no_jvm_environment(monkeypatch):
 
 def test_no_archive_no_archive_options(tmp_path, monkeypatch, no_jvm_environment):
     monkeypatch.setattr(driver_jvm, "ARCHIVE_DIR", tmp_path)
-    assert driver_jvm.java_options() == f"-XX:+UseParallelGC {driver_jvm.LATER_C2}"
-    assert driver_jvm.with_defaults("-Dx=1") == f"-XX:+UseParallelGC {driver_jvm.LATER_C2} -Dx=1"
+    assert driver_jvm.java_options() == f"-XX:+UseParallelGC {driver_jvm.LATER_C2} {driver_jvm.METASPACE}"
+    assert driver_jvm.with_defaults("-Dx=1") == f"-XX:+UseParallelGC {driver_jvm.LATER_C2} {driver_jvm.METASPACE} -Dx=1"
     driver_jvm.archive_path().write_bytes(b"")
     assert driver_jvm.with_defaults("-Dx=1") == (
         f"-XX:SharedArchiveFile={driver_jvm.archive_path()} -Xlog:cds=off -Xlog:cds+dynamic=off "
-        f"-XX:+UseParallelGC {driver_jvm.LATER_C2} -Dx=1")
+        f"-XX:+UseParallelGC {driver_jvm.LATER_C2} {driver_jvm.METASPACE} -Dx=1")
 
 
 def test_a_users_compiler_thresholds_come_after_ours(no_jvm_environment):
@@ -69,6 +69,8 @@ def test_a_users_compiler_thresholds_come_after_ours(no_jvm_environment):
     options = driver_jvm.with_defaults("-XX:Tier4InvocationThreshold=5000").split()
     assert options[-1] == "-XX:Tier4InvocationThreshold=5000"
     assert options.index("-XX:Tier4InvocationThreshold=50000") < len(options) - 1
+    options = driver_jvm.with_defaults("-XX:MetaspaceSize=64m").split()
+    assert options[-1] == "-XX:MetaspaceSize=64m" and options.index(driver_jvm.METASPACE) < len(options) - 1
 
 
 @pytest.mark.parametrize("user, env, ours", [
