@@ -378,3 +378,24 @@ def test_debezium_order_uses_the_path_below_the_table_directory(spark, directory
     got = [r[0] for r in df.select(_path_below(df["__file"], directory)).collect()]
     assert got == (expected or paths)
     assert got == sorted(got)  # the cut keeps the paths' order
+
+
+def test_a_large_file_is_read_in_one_split_per_core(spark, tmp_path):
+    """conf/spark-defaults.conf's maxPartitionBytes (1 GiB; spark-submit.sh and library
+    sessions read it): a 300 MB file is split evenly over the two cores, where Spark's
+    128 MB gives three splits, the last running alone. The file is sparse: only its size
+    is planned, nothing is read."""
+    from job.run.session import read_defaults
+
+    (tmp_path / "in").mkdir()
+    with open(tmp_path / "in" / "big.json", "wb") as f:
+        f.truncate(300 * 2 ** 20)
+    before = spark.conf.get("spark.sql.files.maxPartitionBytes")
+    try:
+        splits = {}
+        for value in (read_defaults()["spark.sql.files.maxPartitionBytes"], "128m"):
+            spark.conf.set("spark.sql.files.maxPartitionBytes", value)
+            splits[value] = spark.read.text(str(tmp_path / "in")).rdd.getNumPartitions()
+    finally:
+        spark.conf.set("spark.sql.files.maxPartitionBytes", before)
+    assert splits == {"1g": spark.sparkContext.defaultParallelism, "128m": 3}
