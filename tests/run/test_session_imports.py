@@ -39,6 +39,18 @@ def test_the_package_imported_first_loads_pyspark_s_module():
                "print(type(pyspark.testing.utils).__name__, pyspark.testing.utils.have_pandas)\n") == ["module", "True"]
 
 
+def test_the_module_imported_by_its_dotted_name():
+    """``import pyspark.testing.utils [as u]`` first: the package is not imported yet, and
+    the name still reaches the stand-in, then PySpark's module."""
+    assert run("import pyspark.testing.utils as u\n"
+               "print(u.have_numpy, 'pandas' in sys.modules, u.have_pandas)\n") == ["False", "False", "True"]
+    assert run("import pyspark.testing.utils\n"
+               "import pyspark\n"
+               "print(pyspark.testing.utils.have_pyarrow, type(pyspark.testing).__name__)\n"
+               "import pyspark.testing\n"
+               "print(pyspark.testing.utils is sys.modules['pyspark.testing.utils'])\n") == ["True", "module", "True"]
+
+
 def test_a_literal_of_a_numpy_value_keeps_its_type(spark):
     """In the test session (where the stand-in is in place unless PySpark's module was
     loaded first): lit() of a numpy value once numpy is imported, and of a plain value."""
