@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.generate import write  # noqa: E402
-from job.run.driver_jvm import archive_path  # noqa: E402
+from job.run.driver_jvm import archive_path, extract_rocksdb  # noqa: E402
 
 TRAINING = """
 CREATE TABLE users (uid STRING, accountId STRING, score INT, PRIMARY KEY (uid) NOT ENFORCED)
@@ -79,6 +79,11 @@ def main() -> int:
     p.add_argument("--force", action="store_true", help="write it again even if it exists")
     p.add_argument("--timeout", type=float, default=300)
     a = p.parse_args()
+    # RocksDB's library, loaded in place from then on (job/run/driver_jvm.py); before the
+    # training run, so that the archive is written by a JVM started as every later one is.
+    library = extract_rocksdb()
+    if library is not None:
+        print(f"build_jvm_archive: RocksDB's library in {library.relative_to(ROOT)}")
     target = archive_path()
     if target is None:
         print("build_jvm_archive: no java or no PySpark found; skipped")

@@ -1,5 +1,5 @@
 """The driver JVM's own options: a class-data-sharing archive, a throughput collector, a
-later C2 compiler and no metadata collection at start-up.
+later C2 compiler, no metadata collection at start-up and RocksDB's library in place.
 
 Both are for the driver, which in local mode (cron, Airflow, the benchmarks) is the whole
 job. ``spark-submit.sh`` and :func:`job.run.session.build_session` pass them through
@@ -43,6 +43,15 @@ classes do not reach, leaves that collection out (the count over one event, six
 interleaved pairs: 6.02 → 5.88 s). It reserves no memory; a user's own value comes
 later and wins.
 
+**RocksDB's library.** The state store's native library (15 MB) sits in RocksDB's jar,
+and RocksDB copies it into /tmp at every JVM start to load it; the copy is deleted at
+exit, except when the JVM is killed, and a killed driver (a crash loop, a ``kill -9``)
+leaves 15 MB behind each time. ``scripts/setup.sh`` extracts it once into
+``build/native/<jar>/``, and the driver's ``java.library.path`` starts there, so RocksDB
+loads it in place. The directory is named after the jar, so a new PySpark (a new
+RocksDB) is never given an old library: until ``setup.sh`` runs again, RocksDB copies its
+own as before. A user's own ``-Djava.library.path`` comes later and wins.
+
 Kept free of imports from the job package: ``spark-submit.sh`` runs this file directly
 (``python job/run/driver_jvm.py [its spark-submit options]``) before any Spark code exists.
 """
@@ -58,6 +67,11 @@ from typing import Iterable, Optional
 
 ROOT = Path(__file__).resolve().parents[2]
 ARCHIVE_DIR = ROOT / "build" / "jvm"
+NATIVE_DIR = ROOT / "build" / "native"
+# The JDK's own library path on Linux (after LD_LIBRARY_PATH), which -Djava.library.path replaces.
+JDK_LIBRARY_PATH = ("/usr/java/packages/lib", "/usr/lib64", "/lib64", "/lib", "/usr/lib")
+# The library RocksDB loads on x86-64 Linux with glibc (its NativeLibraryLoader's name).
+ROCKSDB_LIBRARY = "librocksdbjni-linux64.so"
 # The JVM's own messages about an archive it cannot use (another JDK build, another class
 # path) go to stdout, into a print sink's output: silenced, the JVM just starts without it.
 QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
@@ -116,6 +130,56 @@ def archive_options() -> str:
     return f"-XX:SharedArchiveFile={path} {QUIET}"
 
 
+def rocksdb_jar() -> Path | None:
+    """RocksDB's jar among PySpark's; None without PySpark, or on a platform other than
+    x86-64 Linux with glibc (there RocksDB copies its own library, as always)."""
+    import platform
+
+    if sys.platform != "linux" or platform.machine() != "x86_64" or platform.libc_ver()[0] != "glibc":
+        return None
+    try:
+        from importlib.util import find_spec
+
+        jars = Path(find_spec("pyspark").submodule_search_locations[0]) / "jars"
+    except Exception:  # noqa: BLE001 - no PySpark installed
+        return None
+    found = sorted(jars.glob("rocksdbjni-*.jar"))
+    return found[-1] if found else None
+
+
+def rocksdb_native_dir() -> Path | None:
+    """Where RocksDB's library is extracted for the RocksDB jar PySpark has now."""
+    jar = rocksdb_jar()
+    return NATIVE_DIR / jar.stem if jar else None
+
+
+def extract_rocksdb() -> Path | None:
+    """Extract RocksDB's library from its jar (scripts/setup.sh); the library's path."""
+    import zipfile
+
+    jar = rocksdb_jar()
+    if jar is None:
+        return None
+    target = NATIVE_DIR / jar.stem / ROCKSDB_LIBRARY
+    if not target.is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{ROCKSDB_LIBRARY}.{os.getpid()}")
+        with zipfile.ZipFile(jar) as z, z.open(ROCKSDB_LIBRARY) as src, open(tmp, "wb") as out:
+            shutil.copyfileobj(src, out)
+        os.replace(tmp, target)  # whole or not at all: a JVM may be starting meanwhile
+    return target
+
+
+def native_options() -> str:
+    """``-Djava.library.path`` starting at the extracted RocksDB library, or '' when there
+    is none (LD_LIBRARY_PATH and the JDK's own directories follow, as without it)."""
+    found = rocksdb_native_dir()
+    if found is None or not (found / ROCKSDB_LIBRARY).is_file():
+        return ""
+    dirs = [str(found), *(d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d), *JDK_LIBRARY_PATH]
+    return "-Djava.library.path=" + ":".join(dirs)
+
+
 def names_a_collector(user_options: Iterable[Optional[str]]) -> bool:
     """Whether the user's driver JVM options, or the JVM's environment, choose a collector."""
     texts = [*(o or "" for o in user_options), *(os.environ.get(v, "") for v in JVM_ENVIRONMENT)]
@@ -125,9 +189,10 @@ def names_a_collector(user_options: Iterable[Optional[str]]) -> bool:
 def java_options(user_options: Iterable[Optional[str]] = ()) -> str:
     """Our driver JVM options, given the user's own (``spark.driver.extraJavaOptions``
     values from wherever they come): the archive, the parallel collector unless the
-    user chose one, the compiler's thresholds and the metadata threshold."""
+    user chose one, the compiler's thresholds, the metadata threshold and RocksDB's
+    library."""
     gc = "" if names_a_collector(user_options) else PARALLEL_GC
-    return " ".join(part for part in (archive_options(), gc, LATER_C2, METASPACE) if part)
+    return " ".join(part for part in (archive_options(), gc, LATER_C2, METASPACE, native_options()) if part)
 
 
 def with_defaults(options: Optional[str], user_options: Iterable[Optional[str]] = ()) -> str:

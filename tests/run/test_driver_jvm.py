@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -56,6 +57,7 @@ def no_jvm_environment(monkeypatch):
 
 def test_no_archive_no_archive_options(tmp_path, monkeypatch, no_jvm_environment):
     monkeypatch.setattr(driver_jvm, "ARCHIVE_DIR", tmp_path)
+    monkeypatch.setattr(driver_jvm, "NATIVE_DIR", tmp_path / "native")  # nothing extracted
     assert driver_jvm.java_options() == f"-XX:+UseParallelGC {driver_jvm.LATER_C2} {driver_jvm.METASPACE}"
     assert driver_jvm.with_defaults("-Dx=1") == f"-XX:+UseParallelGC {driver_jvm.LATER_C2} {driver_jvm.METASPACE} -Dx=1"
     driver_jvm.archive_path().write_bytes(b"")
@@ -162,3 +164,23 @@ def test_a_library_session_starts_its_jvm_from_the_archive_with_the_parallel_col
 def test_a_library_session_keeps_the_users_collector(archive):
     assert library_session("-XX:+UseG1GC") == (
         f"5 ['-XX:SharedArchiveFile={archive}'] ['G1 Old Generation', 'G1 Young Generation']")
+
+
+def test_rocksdb_library_is_loaded_from_where_setup_extracted_it(tmp_path, monkeypatch, no_jvm_environment):
+    """scripts/setup.sh extracts RocksDB's library once; the driver's java.library.path
+    starts at that copy (named after the jar it came from), with LD_LIBRARY_PATH and the
+    JDK's own directories after it; nothing extracted, no option."""
+    monkeypatch.setattr(driver_jvm, "NATIVE_DIR", tmp_path)
+    monkeypatch.setenv("LD_LIBRARY_PATH", "/opt/a::/opt/b")
+    jar = driver_jvm.rocksdb_jar()
+    if jar is None:
+        pytest.skip("RocksDB's library is extracted only on x86-64 Linux with glibc")
+    assert driver_jvm.native_options() == ""
+    library = driver_jvm.extract_rocksdb()
+    assert library == tmp_path / jar.stem / driver_jvm.ROCKSDB_LIBRARY
+    with zipfile.ZipFile(jar) as z:
+        assert library.read_bytes() == z.read(driver_jvm.ROCKSDB_LIBRARY)
+    expected = f"-Djava.library.path={tmp_path / jar.stem}:/opt/a:/opt/b:/usr/java/packages/lib:/usr/lib64:/lib64:/lib:/usr/lib"
+    assert driver_jvm.native_options() == expected
+    assert driver_jvm.java_options().split()[-1] == expected
+    assert driver_jvm.with_defaults("-Djava.library.path=/mine").split()[-1] == "-Djava.library.path=/mine"
