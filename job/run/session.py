@@ -18,6 +18,7 @@ from job.run import driver_jvm
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULTS_FILE = ROOT / "conf" / "spark-defaults.conf"
+DEFAULT_OPTIONS = "spark.driver.defaultJavaOptions"
 JARS_DIR = ROOT / "jars" / "spark"
 
 # Settings whose absence would make the job wrong, not just slow.
@@ -191,12 +192,15 @@ def build_session(app_name: str, conf: Mapping[str, str], *, verbose: bool = Fal
         # the query.
         settings.setdefault("spark.master", master or os.environ.get("SPARK_MASTER", "local[2,4]"))
         # What spark-submit.sh passes too (job/run/driver_jvm.py): the class-data-sharing
-        # archive and the parallel collector, unless the user's own driver options choose
-        # one. A pipeline's own value replaces them below, as a later --conf does under
-        # spark-submit.sh.
-        settings["spark.driver.defaultJavaOptions"] = driver_jvm.with_defaults(
-            settings.get("spark.driver.defaultJavaOptions"),
-            [settings.get(driver_jvm.EXTRA_OPTIONS), conf.get(driver_jvm.EXTRA_OPTIONS)])
+        # archive, the parallel collector unless the user's own driver options choose one,
+        # and the rest, first; then the value the conf carries (the runner's log4j file, a
+        # pipeline's own options), whose options win where both set one. Replacing ours
+        # with it, as before, left every run through the library (Airflow's
+        # PythonOperator, `python -m job.main`) without any of them.
+        default_options = conf.get(DEFAULT_OPTIONS) or settings.get(DEFAULT_OPTIONS)
+        settings[DEFAULT_OPTIONS] = driver_jvm.with_defaults(
+            default_options, [settings.get(driver_jvm.EXTRA_OPTIONS), conf.get(driver_jvm.EXTRA_OPTIONS)])
+        conf = {k: v for k, v in conf.items() if k != DEFAULT_OPTIONS}
         for key, value in settings.items():
             builder = builder.config(key, value)
     # Only Spark's own settings go to Spark: the pipeline's Flink keys ('table.exec.…',
