@@ -110,12 +110,11 @@ def archive_path() -> Path | None:
     release = real.parents[1] / "release"
     try:
         from importlib.metadata import version
-        from importlib.util import find_spec
 
         pyspark = version("pyspark")
         # A reinstall of the same version writes new jar files, which the JVM would find
         # newer than the archive's and refuse it: their directory's time is in the name.
-        jars = os.stat(Path(find_spec("pyspark").submodule_search_locations[0]) / "jars").st_mtime_ns
+        jars = os.stat(pyspark_jars()).st_mtime_ns
     except Exception:  # noqa: BLE001 - no PySpark installed: nothing to archive for
         return None
     identity = f"{real}\n{release.read_text() if release.exists() else ''}\n{pyspark}\n{jars}"
@@ -130,37 +129,36 @@ def archive_options() -> str:
     return f"-XX:SharedArchiveFile={path} {QUIET}"
 
 
-def rocksdb_jar() -> Path | None:
-    """RocksDB's jar among PySpark's; None without PySpark, or on a platform other than
-    x86-64 Linux with glibc (there RocksDB copies its own library, as always)."""
+def pyspark_jars() -> Path:
+    """PySpark's jars directory (raises without PySpark)."""
+    from importlib.util import find_spec
+
+    return Path(find_spec("pyspark").submodule_search_locations[0]) / "jars"
+
+
+def rocksdb_library() -> tuple[Path, Path] | None:
+    """RocksDB's jar among PySpark's and where its library is extracted (named after the
+    jar); None without PySpark, or on a platform other than x86-64 Linux with glibc (there
+    RocksDB copies its own library, as always)."""
     import platform
 
     if sys.platform != "linux" or platform.machine() != "x86_64" or platform.libc_ver()[0] != "glibc":
         return None
     try:
-        from importlib.util import find_spec
-
-        jars = Path(find_spec("pyspark").submodule_search_locations[0]) / "jars"
+        found = sorted(pyspark_jars().glob("rocksdbjni-*.jar"))
     except Exception:  # noqa: BLE001 - no PySpark installed
         return None
-    found = sorted(jars.glob("rocksdbjni-*.jar"))
-    return found[-1] if found else None
-
-
-def rocksdb_native_dir() -> Path | None:
-    """Where RocksDB's library is extracted for the RocksDB jar PySpark has now."""
-    jar = rocksdb_jar()
-    return NATIVE_DIR / jar.stem if jar else None
+    return (found[-1], NATIVE_DIR / found[-1].stem / ROCKSDB_LIBRARY) if found else None
 
 
 def extract_rocksdb() -> Path | None:
     """Extract RocksDB's library from its jar (scripts/setup.sh); the library's path."""
     import zipfile
 
-    jar = rocksdb_jar()
-    if jar is None:
+    found = rocksdb_library()
+    if found is None:
         return None
-    target = NATIVE_DIR / jar.stem / ROCKSDB_LIBRARY
+    jar, target = found
     if not target.is_file():
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(f".{ROCKSDB_LIBRARY}.{os.getpid()}")
@@ -173,10 +171,11 @@ def extract_rocksdb() -> Path | None:
 def native_options() -> str:
     """``-Djava.library.path`` starting at the extracted RocksDB library, or '' when there
     is none (LD_LIBRARY_PATH and the JDK's own directories follow, as without it)."""
-    found = rocksdb_native_dir()
-    if found is None or not (found / ROCKSDB_LIBRARY).is_file():
+    found = rocksdb_library()
+    if found is None or not found[1].is_file():
         return ""
-    dirs = [str(found), *(d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d), *JDK_LIBRARY_PATH]
+    dirs = [str(found[1].parent), *(d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d),
+            *JDK_LIBRARY_PATH]
     return "-Djava.library.path=" + ":".join(dirs)
 
 

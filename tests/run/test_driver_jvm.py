@@ -194,9 +194,10 @@ def test_rocksdb_library_is_loaded_from_where_setup_extracted_it(tmp_path, monke
     JDK's own directories after it; nothing extracted, no option."""
     monkeypatch.setattr(driver_jvm, "NATIVE_DIR", tmp_path)
     monkeypatch.setenv("LD_LIBRARY_PATH", "/opt/a::/opt/b")
-    jar = driver_jvm.rocksdb_jar()
-    if jar is None:
+    found = driver_jvm.rocksdb_library()
+    if found is None:
         pytest.skip("RocksDB's library is extracted only on x86-64 Linux with glibc")
+    jar = found[0]
     assert driver_jvm.native_options() == ""
     library = driver_jvm.extract_rocksdb()
     assert library == tmp_path / jar.stem / driver_jvm.ROCKSDB_LIBRARY
