@@ -97,6 +97,15 @@ def test_the_consumer_does_not_wait_at_the_end_of_the_data_unless_the_table_says
     assert own["kafka.fetch.max.wait.ms"] == "250"
 
 
+def test_a_poll_returns_more_than_kafkas_500_records_unless_the_table_says():
+    # Spark's reader asks the broker for the partition's offset range after every poll.
+    from job.connectors.kafka.records import consumer_options
+
+    assert int(consumer_options({"properties.bootstrap.servers": "b:9092"})["kafka.max.poll.records"]) > 500
+    own = consumer_options({"properties.bootstrap.servers": "b:9092", "properties.max.poll.records": "100"})
+    assert own["kafka.max.poll.records"] == "100"
+
+
 def test_headers_are_read_where_a_column_declares_them(spark, kafka_bootstrap, tmp_path):
     """Records' headers are asked of Spark's source only for a table with a headers column
     (Spark builds them per record); such a table reads them."""
