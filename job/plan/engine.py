@@ -61,12 +61,12 @@ def group_aggregate(planner, staged, group_cols: list[str], calls: list[dict], g
     (__sign, group columns, results by name, __net).
 
     Equal rows are netted in each partition before the shuffle (Flink's local-global
-    aggregation): the aggregate reads a row of sign n as n copies. Not when a call
-    depends on the order of the rows (``ordered``): netting would move a row to its
-    first equal's place."""
-    combined = staged if ordered else engine_call(planner.spark, "combine", staged, json.dumps({"sign": SIGN}))
-    return call(planner, "aggregate", combined, {"keys": group_cols, "sign": SIGN, "global": global_agg,
-                                                 "append_only": append_only, "ordered": ordered, "aggs": calls})
+    aggregation; engine/…/grouping/NetReduction.java, placed below the aggregate's
+    exchange): the aggregate reads a row of sign n as n copies. Not when a call depends
+    on the order of the rows (``ordered``): netting would move a row to its first
+    equal's place."""
+    return call(planner, "aggregate", staged, {"keys": group_cols, "sign": SIGN, "global": global_agg,
+                                               "append_only": append_only, "ordered": ordered, "aggs": calls})
 
 
 def join(planner, unioned, keys: list[str], sides: list[dict]):

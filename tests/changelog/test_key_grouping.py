@@ -1,11 +1,16 @@
 """The engine's stateful operators get each key's rows together by a hash of the key
 (engine/…/grouping/: a radix sort over the hash, then regrouping of keys that share one),
-in the place of Spark's sort by the key itself.
+in the place of Spark's sort by the key itself; and before the shuffle, each partition's
+rows are reduced where the operator's result allows (ReduceExec, below the exchange): an
+upsert table's normalization gets only each key's earliest and latest rows, an
+aggregation equal rows netted.
 
-The grouping must not change a single change of any query: the same random changelogs
-run with Spark's sort, with the hash, and with a hash cut to one bit (so that half the
-keys share each hash and every run of equal hashes mixes keys: the regrouping is all
-that keeps a key's rows together) must give the same changelog and the same rows.
+Neither may change a single change of any query: the same random changelogs run with
+Spark's sort, with the hash, and with a hash cut to one bit (so that half the keys share
+each hash and every run of equal hashes mixes keys: the regrouping is all that keeps a
+key's rows together) must give the same changelog and the same rows; and so must every
+row shipped, the reductions, and the reductions with their table cut to three keys (so
+that it is passed on and starts anew many times a batch).
 """
 from __future__ import annotations
 
@@ -32,6 +37,18 @@ MODES = {  # the session's settings for each way of grouping
     "hash": {},
     "one-bit hash": {"spark.streamsql.keyGrouping.hashBits": "1"},
 }
+REDUCTIONS = {  # each way of shipping an operator's rows
+    "every row": {"spark.streamsql.reduceBeforeShuffle": "false"},
+    "reduced": {},
+    "reduced, three keys at a time": {"spark.streamsql.reduceBeforeShuffle.maxKeys": "3"},
+}
+REDUCED_QUERIES = {  # (query, over the normalized upsert table?)
+    "normalized, group by": (QUERIES["group by"], True),
+    "normalized, projection": ("SELECT uid, accountId, score FROM users WHERE score > 10", True),
+    "group by": (QUERIES["group by"], False),
+    "global aggregate": ("SELECT COUNT(*) AS n, SUM(score) AS total, MAX(accountId) AS top FROM users", False),
+    "group by, ordered calls": ("SELECT accountId, LISTAGG(uid) AS uids FROM users GROUP BY accountId", True),
+}
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +61,18 @@ def tables(tmp_path_factory):
         write_files(root / table.name, split_random(events, rng, 3), clock)
         statements.append(source_ddl(table, root / table.name))
     return statements
+
+
+@pytest.fixture(scope="module")
+def upsert_tables(tmp_path_factory):
+    """A changelog with what a CDC source delivers twice or out of turn (duplicates, late
+    replays, deletes of absent keys), read as an upsert stream: normalized by key. Few
+    keys, many changes each, in three files (three micro-batches)."""
+    root = tmp_path_factory.mktemp("key_grouping_upsert")
+    rng, clock = random.Random(11), Clock()
+    events = random_changelog(USERS, rng, 3000, n_keys=60, sloppy=True)
+    write_files(root / USERS.name, split_random(events, rng, 3), clock)
+    return ["SET 'table.exec.source.cdc-events-duplicate' = 'true'", source_ddl(USERS, root / USERS.name)]
 
 
 def _run(spark, statements, query, settings, checkpoint):
@@ -69,8 +98,22 @@ def test_every_grouping_gives_the_same_changes(spark, tables, tmp_path, query):
                            ignore_row_order=True, ignore_nullable=True)
 
 
-def test_the_plan_groups_by_hash_instead_of_sorting(spark, tables, tmp_path):
-    """Below each stateful operator: the hash grouping, and no sort of Spark's."""
+@pytest.mark.parametrize("query", list(REDUCED_QUERIES))
+def test_reducing_rows_before_the_shuffle_gives_the_same_changes(spark, tables, upsert_tables, tmp_path, query):
+    sql, normalized = REDUCED_QUERIES[query]
+    statements = upsert_tables if normalized else tables
+    results = {mode: _run(spark, statements, sql, settings, tmp_path / str(i))
+               for i, (mode, settings) in enumerate(REDUCTIONS.items())}
+    expected = results["every row"]
+    assert len(expected.changes) >= 3  # the case exercises the operators
+    columns = [name for name, _ in expected.columns]
+    for mode, result in results.items():
+        assert Counter(result.changes) == Counter(expected.changes), mode
+        assert_df_equality(spark.createDataFrame(result.rows, columns), spark.createDataFrame(expected.rows, columns),
+                           ignore_row_order=True, ignore_nullable=True)
+
+
+def _executed_plan(spark, statements, query, tmp_path) -> str:
     from job.errors import Origin
     from job.pipeline.load import load_statements
     from job.plan.program import declare
@@ -78,14 +121,35 @@ def test_the_plan_groups_by_hash_instead_of_sorting(spark, tables, tmp_path):
     from job.run.queries import QuerySources
     from job.sql.flink.query import parse_query
 
-    catalog, conf, _ = declare(load_statements(args=tables).statements, None)
-    query = QUERIES["3-way left join"]
+    catalog, conf, _ = declare(load_statements(args=statements).statements, None)
     planner = new_planner(spark, catalog, conf, QuerySources(spark, str(tmp_path / "ck"), once=True).open)
     df = planner.signed(planner.settle(planner.plan(parse_query(query, Origin("query"), query))))
     written = (df.writeStream.format("noop").option("checkpointLocation", str(tmp_path / "ck" / "plan"))
                .trigger(availableNow=True).start())
     written.awaitTermination(120)
-    plan = written._jsq.streamingQuery().lastExecution().executedPlan().toString()
+    return written._jsq.streamingQuery().lastExecution().executedPlan().toString()
+
+
+def test_the_plan_groups_by_hash_instead_of_sorting(spark, tables, tmp_path):
+    """Below each stateful operator: the hash grouping, and no sort of Spark's."""
+    plan = _executed_plan(spark, tables, QUERIES["3-way left join"], tmp_path)
+    assert "ReduceExec" not in plan and "FirstAndLatestPerKey" not in plan  # no upsert table here
     _, below = plan.split("TransformWithState", 1)
     assert "GroupByKeyHash" in below.splitlines()[1]
     assert "Sort [" not in below.splitlines()[1]
+
+
+def test_rows_are_reduced_below_the_exchange_of_the_normalization_and_of_the_aggregation(spark, upsert_tables,
+                                                                                        tmp_path):
+    plan = _executed_plan(spark, upsert_tables, QUERIES["group by"], tmp_path).splitlines()
+    for reduction in ("FirstAndLatestPerKey", "NetEqualRows"):
+        reduced = [i for i, line in enumerate(plan) if reduction in line]
+        assert len(reduced) == 1, reduction
+        i = reduced[0]
+        assert "Exchange hashpartitioning(" in plan[i - 1] and "GroupByKeyHash" in plan[i - 2]
+        assert "TransformWithState" in plan[i - 3]
+
+
+def test_an_aggregation_whose_calls_read_rows_in_order_gets_every_row(spark, upsert_tables, tmp_path):
+    plan = _executed_plan(spark, upsert_tables, REDUCED_QUERIES["group by, ordered calls"][0], tmp_path)
+    assert "NetEqualRows" not in plan and "FirstAndLatestPerKey" in plan

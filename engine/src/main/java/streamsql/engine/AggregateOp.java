@@ -29,7 +29,7 @@ import org.apache.spark.sql.streaming.ValueState;
  * <p>State per group: its row count and every call's accumulator in one value; calls that
  * count values (DISTINCT, MIN/MAX of an updating input) keep a map state of their own.
  */
-final class AggregateOp extends Operator {
+final class AggregateOp extends Operator implements streamsql.engine.grouping.NetsEqualRows {
   private final Aggs.Fn[] fns;
   private final int signAt;
   private final int[] argAt;
@@ -50,6 +50,12 @@ final class AggregateOp extends Operator {
     this.ordered = Arrays.stream(fns).anyMatch(Aggs.Fn::dependsOnOrder);
     this.majorAt = majorAt;
     this.minorAt = minorAt;
+  }
+
+  /** Equal rows may be netted before the shuffle unless a call reads them in order. */
+  @Override
+  public int netSignAt() {
+    return ordered ? -1 : signAt;
   }
 
   @Override

@@ -218,23 +218,6 @@ public final class Engine {
         }, Encoders.row(schema));
   }
 
-  /**
-   * Signed rows with equal values in every column but the sign, netted within each
-   * partition before they are shuffled (Flink's local aggregation): an aggregate reads a
-   * row with sign n as n copies, so the group's result is the same, and a batch that
-   * changes a few groups many times ships a few rows. At most {@code limit} distinct
-   * rows are held per partition; the oldest half is passed on when the table is full.
-   */
-  public static Dataset<Row> combine(Dataset<Row> input, String json) {
-    Spec s = Spec.parse(json);
-    StructType schema = input.schema();
-    int signAt = schema.fieldIndex(s.text("sign"));
-    int limit = (int) s.number("limit", 100_000);
-    int width = schema.length();
-    return input.mapPartitions((org.apache.spark.api.java.function.MapPartitionsFunction<Row, Row>) rows ->
-        new Combiner(rows, signAt, width, limit), Encoders.row(schema));
-  }
-
   /** The names of a schema's fields (for tests and --explain). */
   static List<String> names(StructType schema) {
     List<String> out = new ArrayList<>();

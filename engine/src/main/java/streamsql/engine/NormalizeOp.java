@@ -23,7 +23,7 @@ import org.apache.spark.sql.types.StructType;
  * arrive (LISTAGG, FIRST_VALUE, LAST_VALUE) apply the changes in that order. State per
  * key: its current row.
  */
-final class NormalizeOp extends Operator {
+final class NormalizeOp extends Operator implements streamsql.engine.grouping.FirstAndLatest {
   private final StructType rowSchema;
   private final int[] rowAt;
   private final int kindAt, majorAt, minorAt;
@@ -36,6 +36,16 @@ final class NormalizeOp extends Operator {
     this.kindAt = kindAt;
     this.majorAt = majorAt;
     this.minorAt = minorAt;
+  }
+
+  @Override
+  public int majorAt() {
+    return majorAt;
+  }
+
+  @Override
+  public int minorAt() {
+    return minorAt;
   }
 
   @Override

@@ -12,6 +12,7 @@ import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.execution.ColumnarRule;
 import org.apache.spark.sql.execution.SortExec;
 import org.apache.spark.sql.execution.SparkPlan;
+import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec;
 import org.apache.spark.sql.execution.streaming.operators.stateful.transformwithstate.TransformWithStateExec;
 import org.apache.spark.sql.internal.SQLConf;
 import scala.jdk.javaapi.CollectionConverters;
@@ -29,15 +30,26 @@ import scala.runtime.AbstractFunction1;
  * afterwards has it: each runs in a clone of the session, whose rules are built from the
  * extensions when it starts.
  *
+ * <p>Below an operator whose result a reduction of its rows does not change, it also
+ * puts that reduction ({@link ReduceExec}) below the exchange that brings the operator
+ * its rows: only each key's earliest and latest rows for an operator that reads no others
+ * ({@link FirstAndLatest}), equal rows netted for one that reads a row of sign n as n
+ * copies ({@link NetsEqualRows}).
+ *
  * <p>{@code spark.streamsql.keyGrouping} = {@code sort} keeps Spark's sort (to compare);
  * {@code spark.streamsql.keyGrouping.hashBits} (tests) keeps that many bits of the hash,
  * so that keys share hashes and the regrouping is exercised.
+ * {@code spark.streamsql.reduceBeforeShuffle} = {@code false} ships every row (to
+ * compare); {@code spark.streamsql.reduceBeforeShuffle.maxKeys} (tests) bounds the
+ * reductions' tables of keys.
  */
 public final class KeyGrouping {
   private KeyGrouping() {}
 
   public static final String MODE = "spark.streamsql.keyGrouping";
   public static final String HASH_BITS = "spark.streamsql.keyGrouping.hashBits";
+  public static final String REDUCE = "spark.streamsql.reduceBeforeShuffle";
+  public static final String REDUCE_KEYS = "spark.streamsql.reduceBeforeShuffle.maxKeys";
 
   private static final Set<SparkSessionExtensions> INSTALLED =
       Collections.synchronizedSet(Collections.newSetFromMap(new WeakHashMap<>()));
@@ -71,29 +83,99 @@ public final class KeyGrouping {
     @Override
     public SparkPlan apply(SparkPlan plan) {
       SQLConf conf = SQLConf.get();
-      if ("sort".equalsIgnoreCase(conf.getConfString(MODE, "hash"))) {
-        return plan;
-      }
-      return rewrite(plan, Integer.parseInt(conf.getConfString(HASH_BITS, "64")));
+      boolean sort = "sort".equalsIgnoreCase(conf.getConfString(MODE, "hash"));
+      int hashBits = sort ? 0 : Integer.parseInt(conf.getConfString(HASH_BITS, "64"));
+      int maxKeys = Boolean.parseBoolean(conf.getConfString(REDUCE, "true"))
+          ? Integer.parseInt(conf.getConfString(REDUCE_KEYS, "100000")) : 0;
+      return rewrite(plan, hashBits, maxKeys);
     }
   }
 
-  static SparkPlan rewrite(SparkPlan plan, int hashBits) {
+  /** hashBits 0: Spark's sort stays; maxKeys 0: no reduction. */
+  static SparkPlan rewrite(SparkPlan plan, int hashBits, int maxKeys) {
     List<SparkPlan> children = new ArrayList<>(CollectionConverters.asJava(plan.children()));
     boolean changed = false;
     for (int i = 0; i < children.size(); i++) {
-      SparkPlan child = rewrite(children.get(i), hashBits);
+      SparkPlan child = rewrite(children.get(i), hashBits, maxKeys);
       changed |= child != children.get(i);
       children.set(i, child);
     }
     if (plan instanceof TransformWithStateExec && children.get(0) instanceof SortExec) {
+      TransformWithStateExec operator = (TransformWithStateExec) plan;
       SortExec sort = (SortExec) children.get(0);
-      if (!sort.global() && sortsBy(sort.sortOrder(), ((TransformWithStateExec) plan).groupingAttributes())) {
-        children.set(0, new KeyGroupExec(sort.sortOrder(), sort.child(), hashBits));
-        changed = true;
+      if (!sort.global() && sortsBy(sort.sortOrder(), operator.groupingAttributes())) {
+        SparkPlan input = maxKeys > 0 ? reduced(operator, sort.child(), maxKeys) : sort.child();
+        children.set(0, hashBits > 0 ? new KeyGroupExec(sort.sortOrder(), input, hashBits)
+                                     : sort.withNewChildren(CollectionConverters.asScala(List.of(input)).toList()));
+        changed |= hashBits > 0 || input != sort.child();
       }
     }
     return changed ? plan.withNewChildren(CollectionConverters.asScala(children).toList()) : plan;
+  }
+
+  /**
+   * The operator's exchange with the reduction its operator admits below it, where the
+   * exchange's input has the columns the reduction reads; otherwise the exchange as it is.
+   */
+  private static SparkPlan reduced(TransformWithStateExec operator, SparkPlan exchange, int maxKeys) {
+    if (!(exchange instanceof ShuffleExchangeExec) || ((ShuffleExchangeExec) exchange).child() instanceof ReduceExec) {
+      return exchange;
+    }
+    SparkPlan input = ((ShuffleExchangeExec) exchange).child();
+    ReduceExec.Reduction reduction = reduction(operator, input, maxKeys);
+    return reduction == null ? exchange
+        : exchange.withNewChildren(CollectionConverters.asScala(List.<SparkPlan>of(new ReduceExec(reduction, input)))
+            .toList());
+  }
+
+  private static ReduceExec.Reduction reduction(TransformWithStateExec operator, SparkPlan input, int maxKeys) {
+    Object op = operator.statefulProcessor();
+    scala.collection.immutable.Seq<Attribute> data = operator.dataAttributes();
+    List<Attribute> columns = new ArrayList<>(CollectionConverters.asJava(input.output()));
+    if (op instanceof FirstAndLatest) {
+      FirstAndLatest reads = (FirstAndLatest) op;
+      if (Math.max(reads.majorAt(), reads.minorAt()) >= data.size()) {
+        return null;
+      }
+      Attribute major = data.apply(reads.majorAt()), minor = data.apply(reads.minorAt());
+      List<Attribute> needed = new ArrayList<>(CollectionConverters.asJava(operator.groupingAttributes()));
+      needed.add(major);
+      needed.add(minor);
+      if (!FirstAndLatestReduction.readable(major, minor) || !needed.stream().allMatch(a -> contains(columns, a))) {
+        return null;
+      }
+      @SuppressWarnings("unchecked")
+      scala.collection.immutable.Seq<org.apache.spark.sql.catalyst.expressions.Expression> keys =
+          (scala.collection.immutable.Seq<org.apache.spark.sql.catalyst.expressions.Expression>) (Object)
+              operator.groupingAttributes();
+      return FirstAndLatestReduction.of(keys, major, minor, input.output(), input.schema(), maxKeys);
+    }
+    if (op instanceof NetsEqualRows) {
+      int signAt = ((NetsEqualRows) op).netSignAt();
+      if (signAt < 0 || signAt >= data.size()) {
+        return null;
+      }
+      Attribute sign = data.apply(signAt);
+      int at = indexOf(columns, sign);
+      if (at < 0 || !sign.dataType().equals(org.apache.spark.sql.types.DataTypes.IntegerType)) {
+        return null;
+      }
+      return NetReduction.of(at, input.schema(), maxKeys);
+    }
+    return null;
+  }
+
+  private static boolean contains(List<Attribute> columns, Attribute a) {
+    return indexOf(columns, a) >= 0;
+  }
+
+  private static int indexOf(List<Attribute> columns, Attribute a) {
+    for (int i = 0; i < columns.size(); i++) {
+      if (columns.get(i).exprId().equals(a.exprId())) {
+        return i;
+      }
+    }
+    return -1;
   }
 
   /** Is this the sort by the operator's key that Spark added for it (any direction)? */
