@@ -75,6 +75,9 @@ def default_text(opt: Option) -> str:
         return ""
     if isinstance(opt.default, bool):
         return code("true" if opt.default else "false")
+    if opt.type == "duration" and isinstance(opt.default, int):  # typed defaults are milliseconds
+        ms = opt.default
+        return code(f"{ms // 1000} s" if ms % 1000 == 0 else f"{ms} ms")
     return code(str(opt.default))
 
 

@@ -97,6 +97,34 @@ def test_the_consumer_does_not_wait_at_the_end_of_the_data_unless_the_table_says
     assert own["kafka.fetch.max.wait.ms"] == "250"
 
 
+def test_a_running_querys_batch_waits_for_enough_records_unless_told_otherwise():
+    # A batch costs about the same CPU for ten records as for thousands: a slow stream is
+    # read about once a second rather than back to back.
+    from job.connectors.kafka.records import batch_wait
+
+    defaults = {"properties.bootstrap.servers": "b:9092", "scan.min-offsets-per-trigger": 5000,
+                "scan.max-trigger-delay": 1000, "scan.max-offsets-per-trigger": 5_000_000}
+    assert batch_wait(defaults, once=False) == {"minOffsetsPerTrigger": "5000", "maxTriggerDelay": "1000ms"}
+    assert batch_wait(defaults, once=True) == {}  # --once reads the backlog to its end
+    assert batch_wait({**defaults, "scan.bounded.mode": "latest-offset"}, once=False) == {}
+    assert batch_wait({**defaults, "scan.min-offsets-per-trigger": 0}, once=False) == {}
+    assert batch_wait({**defaults, "scan.max-offsets-per-trigger": 100}, once=False)["minOffsetsPerTrigger"] == "100"
+    assert batch_wait({**defaults, "scan.max-trigger-delay": 250}, once=False)["maxTriggerDelay"] == "250ms"
+
+
+def test_the_batch_wait_options_are_the_tables():
+    """Declared, typed and defaulted by the connector: what batch_wait reads."""
+    from job.connectors.registry import bind
+    from job.pipeline.load import load_statements
+    from job.plan.program import declare
+
+    ddl = ("CREATE TABLE t (k STRING, v STRING) WITH ('connector' = 'kafka', 'topic' = 't', "
+           "'properties.bootstrap.servers' = 'b:9092', 'format' = 'json', 'scan.max-trigger-delay' = '2 s')")
+    catalog, _, _ = declare(load_statements(args=[ddl]).statements, None)
+    options = bind(next(iter(catalog.tables.values())), "source").options
+    assert options["scan.min-offsets-per-trigger"] == 5000 and options["scan.max-trigger-delay"] == 2000
+
+
 def test_a_poll_returns_more_than_kafkas_500_records_unless_the_table_says():
     # Spark's reader asks the broker for the partition's offset range after every poll.
     from job.connectors.kafka.records import consumer_options

@@ -38,6 +38,13 @@ COMMON = (
     Option("scan.max-offsets-per-trigger", "int", default=5_000_000,
            description="Upper bound of records read per micro-batch (Spark's maxOffsetsPerTrigger): a backlog is "
                        "read in bounded batches."),
+    Option("scan.min-offsets-per-trigger", "int", default=5_000,
+           description="A running query's micro-batch waits for this many new records (over all partitions) or "
+                       "for 'scan.max-trigger-delay', whichever comes first (Spark's minOffsetsPerTrigger): a slow "
+                       "stream is read about once a second rather than in batches back to back, at a fraction of "
+                       "the CPU. 0: no wait. Not under --once or for a bounded table."),
+    Option("scan.max-trigger-delay", "duration", default=1_000,
+           description="The longest a micro-batch waits for 'scan.min-offsets-per-trigger' records."),
     Option("scan.bounded.mode", "enum", default="unbounded", choices=("unbounded", "latest-offset"),
            description="'latest-offset': the table ends at the offsets it finds when the query starts, and a "
                        "pipeline whose every source ends runs to completion, as Flink's bounded sources do."),
