@@ -16,7 +16,6 @@ import org.apache.spark.sql.catalyst.expressions.SortOrder;
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.catalyst.expressions.XXH64;
-import org.apache.spark.sql.catalyst.plans.physical.Partitioning;
 import org.apache.spark.sql.execution.SparkPlan;
 import org.apache.spark.sql.execution.UnsafeExternalRowSorter;
 import org.apache.spark.sql.types.StructType;
@@ -26,7 +25,6 @@ import scala.collection.AbstractIterator;
 import scala.collection.Iterator;
 import scala.collection.immutable.IndexedSeq;
 import scala.collection.immutable.Seq;
-import scala.reflect.ClassTag$;
 import scala.runtime.AbstractFunction1;
 
 /**
@@ -53,36 +51,20 @@ import scala.runtime.AbstractFunction1;
  * the operator above it. Within a key, rows keep their input order unless spilled, as
  * with Spark's sort; the operators do not depend on it (see Operator).
  */
-public final class KeyGroupExec extends SparkPlan {
+public final class KeyGroupExec extends UnaryPlan {
   private final Seq<SortOrder> order;
-  private final SparkPlan child;
   private final int hashBits;  // 64; fewer only in tests (see KeyGrouping)
 
   public KeyGroupExec(Seq<SortOrder> order, SparkPlan child, int hashBits) {
+    super(child);
     this.order = order;
-    this.child = child;
     this.hashBits = hashBits;
-  }
-
-  @Override
-  public Seq<Attribute> output() {
-    return child.output();
-  }
-
-  @Override
-  public Partitioning outputPartitioning() {
-    return child.outputPartitioning();
   }
 
   /** The order of the sort this node stands in for; see the class comment. */
   @Override
   public Seq<SortOrder> outputOrdering() {
     return order;
-  }
-
-  @Override
-  public Seq<SparkPlan> children() {
-    return scala.jdk.javaapi.CollectionConverters.asScala(List.of(child)).toList();
   }
 
   @Override
@@ -95,7 +77,7 @@ public final class KeyGroupExec extends SparkPlan {
     List<Expression> keys = new ArrayList<>();
     scala.jdk.javaapi.CollectionConverters.asJava(order).forEach(o -> keys.add(o.child()));
     Group group = new Group(keys, child.output(), child.schema(), hashBits);
-    return child.execute().mapPartitionsInternal(group, false, ClassTag$.MODULE$.apply(InternalRow.class));
+    return eachPartition(group);
   }
 
   @Override

@@ -1,15 +1,10 @@
 package streamsql.engine.grouping;
 
 import java.io.Serializable;
-import java.util.List;
 import org.apache.spark.rdd.RDD;
 import org.apache.spark.sql.catalyst.InternalRow;
-import org.apache.spark.sql.catalyst.expressions.Attribute;
-import org.apache.spark.sql.catalyst.plans.physical.Partitioning;
 import org.apache.spark.sql.execution.SparkPlan;
 import scala.collection.immutable.IndexedSeq;
-import scala.collection.immutable.Seq;
-import scala.reflect.ClassTag$;
 import scala.runtime.AbstractFunction1;
 
 /**
@@ -18,7 +13,7 @@ import scala.runtime.AbstractFunction1;
  * there; the reductions: {@link FirstAndLatestReduction}, {@link NetReduction}). The
  * rows keep their columns and their partitioning; there are just fewer of them.
  */
-public final class ReduceExec extends SparkPlan {
+public final class ReduceExec extends UnaryPlan {
   /** What a partition's rows become; {@link #toString} names it in the plan. */
   public abstract static class Reduction
       extends AbstractFunction1<scala.collection.Iterator<InternalRow>, scala.collection.Iterator<InternalRow>>
@@ -36,26 +31,10 @@ public final class ReduceExec extends SparkPlan {
   }
 
   private final Reduction reduction;
-  private final SparkPlan child;
 
   public ReduceExec(Reduction reduction, SparkPlan child) {
+    super(child);
     this.reduction = reduction;
-    this.child = child;
-  }
-
-  @Override
-  public Seq<Attribute> output() {
-    return child.output();
-  }
-
-  @Override
-  public Partitioning outputPartitioning() {
-    return child.outputPartitioning();
-  }
-
-  @Override
-  public Seq<SparkPlan> children() {
-    return scala.jdk.javaapi.CollectionConverters.asScala(List.of(child)).toList();
   }
 
   @Override
@@ -65,7 +44,7 @@ public final class ReduceExec extends SparkPlan {
 
   @Override
   public RDD<InternalRow> doExecute() {
-    return child.execute().mapPartitionsInternal(reduction, false, ClassTag$.MODULE$.apply(InternalRow.class));
+    return eachPartition(reduction);
   }
 
   @Override
