@@ -1,6 +1,5 @@
 package streamsql.engine.grouping;
 
-import java.util.List;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.Expression;
@@ -42,22 +41,15 @@ final class FirstAndLatestReduction {
         && (m.equals(DataTypes.LongType) || m.equals(DataTypes.IntegerType));
   }
 
-  /** The reduction below an exchange whose input is {@code input}. */
-  static ReduceExec.Reduction of(Seq<Expression> keys, Attribute major, Attribute minor, Seq<Attribute> input,
-                                 StructType schema, int maxKeys) {
-    List<Attribute> columns = scala.jdk.javaapi.CollectionConverters.asJava(input);
-    return new Reduce(keys, input, schema, ordinal(columns, major), ordinal(columns, minor),
-        minor.dataType().equals(DataTypes.LongType), maxKeys, "FirstAndLatestPerKey " + keys + ", " + major + ", "
-            + minor + ", " + maxKeys);
-  }
-
-  private static int ordinal(List<Attribute> input, Attribute a) {
-    for (int i = 0; i < input.size(); i++) {
-      if (input.get(i).exprId().equals(a.exprId())) {
-        return i;
-      }
-    }
-    throw new IllegalStateException("no column " + a + " in " + input);
+  /**
+   * The reduction below an exchange whose input is {@code input}, the positions being its
+   * columns {@code majorAt} and {@code minorAt} ({@link #readable}).
+   */
+  static ReduceExec.Reduction of(Seq<Expression> keys, Seq<Attribute> input, StructType schema, int majorAt,
+                                 int minorAt, int maxKeys) {
+    Attribute major = input.apply(majorAt), minor = input.apply(minorAt);
+    return new Reduce(keys, input, schema, majorAt, minorAt, minor.dataType().equals(DataTypes.LongType), maxKeys,
+        "FirstAndLatestPerKey " + keys + ", " + major + ", " + minor + ", " + maxKeys);
   }
 
   /** Per partition: the reduced rows. */

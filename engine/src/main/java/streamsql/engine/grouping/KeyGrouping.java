@@ -105,9 +105,13 @@ public final class KeyGrouping {
       SortExec sort = (SortExec) children.get(0);
       if (!sort.global() && sortsBy(sort.sortOrder(), operator.groupingAttributes())) {
         SparkPlan input = maxKeys > 0 ? reduced(operator, sort.child(), maxKeys) : sort.child();
-        children.set(0, hashBits > 0 ? new KeyGroupExec(sort.sortOrder(), input, hashBits)
-                                     : sort.withNewChildren(CollectionConverters.asScala(List.of(input)).toList()));
-        changed |= hashBits > 0 || input != sort.child();
+        if (hashBits > 0) {
+          children.set(0, new KeyGroupExec(sort.sortOrder(), input, hashBits));
+          changed = true;
+        } else if (input != sort.child()) {
+          children.set(0, sort.withNewChildren(CollectionConverters.asScala(List.of(input)).toList()));
+          changed = true;
+        }
       }
     }
     return changed ? plan.withNewChildren(CollectionConverters.asScala(children).toList()) : plan;
@@ -138,17 +142,17 @@ public final class KeyGrouping {
         return null;
       }
       Attribute major = data.apply(reads.majorAt()), minor = data.apply(reads.minorAt());
-      List<Attribute> needed = new ArrayList<>(CollectionConverters.asJava(operator.groupingAttributes()));
-      needed.add(major);
-      needed.add(minor);
-      if (!FirstAndLatestReduction.readable(major, minor) || !needed.stream().allMatch(a -> contains(columns, a))) {
+      int majorAt = indexOf(columns, major), minorAt = indexOf(columns, minor);
+      boolean keyed = CollectionConverters.asJava(operator.groupingAttributes()).stream()
+          .allMatch(a -> indexOf(columns, a) >= 0);
+      if (majorAt < 0 || minorAt < 0 || !keyed || !FirstAndLatestReduction.readable(major, minor)) {
         return null;
       }
       @SuppressWarnings("unchecked")
       scala.collection.immutable.Seq<org.apache.spark.sql.catalyst.expressions.Expression> keys =
           (scala.collection.immutable.Seq<org.apache.spark.sql.catalyst.expressions.Expression>) (Object)
               operator.groupingAttributes();
-      return FirstAndLatestReduction.of(keys, major, minor, input.output(), input.schema(), maxKeys);
+      return FirstAndLatestReduction.of(keys, input.output(), input.schema(), majorAt, minorAt, maxKeys);
     }
     if (op instanceof NetsEqualRows) {
       int signAt = ((NetsEqualRows) op).netSignAt();
@@ -165,10 +169,7 @@ public final class KeyGrouping {
     return null;
   }
 
-  private static boolean contains(List<Attribute> columns, Attribute a) {
-    return indexOf(columns, a) >= 0;
-  }
-
+  /** The column's place among {@code columns} (by its id), or -1. */
   private static int indexOf(List<Attribute> columns, Attribute a) {
     for (int i = 0; i < columns.size(); i++) {
       if (columns.get(i).exprId().equals(a.exprId())) {
