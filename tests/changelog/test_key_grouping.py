@@ -2,8 +2,9 @@
 (engine/…/grouping/: a radix sort over the hash, then regrouping of keys that share one),
 in the place of Spark's sort by the key itself; and before the shuffle, each partition's
 rows are reduced where the operator's result allows (ReduceExec, below the exchange): an
-upsert table's normalization gets only each key's earliest and latest rows, an
-aggregation equal rows netted.
+upsert table's normalization gets only each key's earliest and latest rows, a join of
+upsert tables on their key each side's earliest and latest rows per key, an aggregation
+equal rows netted, a join of changelogs equal rows netted per key and side.
 
 Neither may change a single change of any query: the same random changelogs run with
 Spark's sort, with the hash, and with a hash cut to one bit (so that half the keys share
@@ -42,10 +43,16 @@ REDUCTIONS = {  # each way of shipping an operator's rows
     "reduced": {},
     "reduced, three keys at a time": {"spark.streamsql.reduceBeforeShuffle.maxKeys": "3"},
 }
-REDUCED_QUERIES = {  # (query, over the normalized upsert table?)
+REDUCED_QUERIES = {  # (query, over the normalized upsert tables?)
     "normalized, group by": (QUERIES["group by"], True),
     "normalized, projection": ("SELECT uid, accountId, score FROM users WHERE score > 10", True),
+    "join of upsert tables on their key": (QUERIES["3-way left join"], True),
+    "upsert tables, inner join on their key": ("SELECT u.uid, u.score, c.color FROM users u JOIN colors c "
+                                               "ON u.uid = c.userUid", True),
     "group by": (QUERIES["group by"], False),
+    "join of changelogs": (QUERIES["3-way left join"], False),
+    "join of changelogs, many rows per key": ("SELECT a.uid, b.uid AS other, b.score FROM users a JOIN users b "
+                                              "ON a.accountId = b.accountId WHERE a.score < 20", False),
     "global aggregate": ("SELECT COUNT(*) AS n, SUM(score) AS total, MAX(accountId) AS top FROM users", False),
     "group by, ordered calls": ("SELECT accountId, LISTAGG(uid) AS uids FROM users GROUP BY accountId", True),
 }
@@ -65,14 +72,17 @@ def tables(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def upsert_tables(tmp_path_factory):
-    """A changelog with what a CDC source delivers twice or out of turn (duplicates, late
-    replays, deletes of absent keys), read as an upsert stream: normalized by key. Few
-    keys, many changes each, in three files (three micro-batches)."""
+    """Changelogs with what a CDC source delivers twice or out of turn (duplicates, late
+    replays, deletes of absent keys), read as upsert streams: normalized by key. Few keys,
+    many changes each, in three files (three micro-batches)."""
     root = tmp_path_factory.mktemp("key_grouping_upsert")
     rng, clock = random.Random(11), Clock()
-    events = random_changelog(USERS, rng, 3000, n_keys=60, sloppy=True)
-    write_files(root / USERS.name, split_random(events, rng, 3), clock)
-    return ["SET 'table.exec.source.cdc-events-duplicate' = 'true'", source_ddl(USERS, root / USERS.name)]
+    statements = ["SET 'table.exec.source.cdc-events-duplicate' = 'true'"]
+    for table, n_events in ((USERS, 3000), (COLORS, 1500), (CHEESES, 1500)):
+        events = random_changelog(table, rng, n_events, n_keys=60, sloppy=True)
+        write_files(root / table.name, split_random(events, rng, 3), clock)
+        statements.append(source_ddl(table, root / table.name))
+    return statements
 
 
 def _run(spark, statements, query, settings, checkpoint):
@@ -131,23 +141,38 @@ def _executed_plan(spark, statements, query, tmp_path) -> str:
 def test_the_plan_groups_by_hash_instead_of_sorting(spark, tables, tmp_path):
     """Below each stateful operator: the hash grouping, and no sort of Spark's."""
     plan = _executed_plan(spark, tables, QUERIES["3-way left join"], tmp_path)
-    assert "ReduceExec" not in plan and "FirstAndLatestPerKey" not in plan  # no upsert table here
     _, below = plan.split("TransformWithState", 1)
     assert "GroupByKeyHash" in below.splitlines()[1]
     assert "Sort [" not in below.splitlines()[1]
 
 
-def test_rows_are_reduced_below_the_exchange_of_the_normalization_and_of_the_aggregation(spark, upsert_tables,
-                                                                                        tmp_path):
-    plan = _executed_plan(spark, upsert_tables, QUERIES["group by"], tmp_path).splitlines()
-    for reduction in ("FirstAndLatestPerKey", "NetEqualRows"):
-        reduced = [i for i, line in enumerate(plan) if reduction in line]
-        assert len(reduced) == 1, reduction
-        i = reduced[0]
-        assert "Exchange hashpartitioning(" in plan[i - 1] and "GroupByKeyHash" in plan[i - 2]
-        assert "TransformWithState" in plan[i - 3]
+def _reductions(plan: str) -> list[str]:
+    """The plan's reductions (a ReduceExec shows as its reduction: name, then arguments)."""
+    lines = (line.strip(" :+-") for line in plan.splitlines())
+    return [line for line in lines if line.startswith(("NetEqualRows ", "NetEqualRowsPerKey ", "FirstAndLatestPerKey "))]
 
 
-def test_an_aggregation_whose_calls_read_rows_in_order_gets_every_row(spark, upsert_tables, tmp_path):
-    plan = _executed_plan(spark, upsert_tables, REDUCED_QUERIES["group by, ordered calls"][0], tmp_path)
-    assert "NetEqualRows" not in plan and "FirstAndLatestPerKey" in plan
+def test_a_join_of_changelogs_gets_equal_rows_netted_per_key_and_side(spark, tables, tmp_path):
+    plan = _executed_plan(spark, tables, QUERIES["3-way left join"], tmp_path)
+    reductions = _reductions(plan)
+    assert len(reductions) == 1 and reductions[0].startswith("NetEqualRowsPerKey "), plan
+    assert "__side" in reductions[0]
+
+
+def test_a_join_of_upsert_tables_on_their_key_gets_each_sides_earliest_and_latest(spark, upsert_tables, tmp_path):
+    plan = _executed_plan(spark, upsert_tables, QUERIES["3-way left join"], tmp_path)
+    reductions = _reductions(plan)
+    assert len(reductions) == 1 and reductions[0].startswith("FirstAndLatestPerKey "), plan
+    assert "__side" in reductions[0]  # per key and side
+
+
+def test_a_join_of_an_upsert_table_and_a_changelog_gets_every_row(spark, upsert_tables, tmp_path):
+    """One side normalized in the join, one normalized before it (filtered first) and so a
+    changelog: neither reduction holds for both, so the join's exchange ships every row."""
+    query = "SELECT u.uid, c.color FROM users u LEFT JOIN (SELECT * FROM colors WHERE color <> 'x') c ON u.uid = c.userUid"
+    plan = [line.strip(" :+-") for line in _executed_plan(spark, upsert_tables, query, tmp_path).splitlines()]
+    join = next(i for i, line in enumerate(plan) if line.startswith("TransformWithState"))
+    exchange = next(i for i in range(join, len(plan)) if plan[i].startswith("Exchange hashpartitioning(__k0"))
+    assert not plan[exchange + 1].startswith(("NetEqualRows", "FirstAndLatestPerKey")), plan[exchange + 1]  # NetEqualRowsPerKey too
+    # colors' own normalization below still gets its reduction
+    assert [r.split(" ", 1)[0] for r in _reductions("\n".join(plan))] == ["FirstAndLatestPerKey"]

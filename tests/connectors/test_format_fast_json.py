@@ -210,3 +210,24 @@ def test_a_decoded_record_is_one_from_json_in_the_plan(spark):
     plan = reads._jdf.queryExecution().optimizedPlan().toString()
     assert plan.count("from_json(") == 1, plan[:2000]
     assert reads.collect()[0]["uid"] == "a"
+
+
+def test_a_record_checked_for_errors_and_read_once_is_decoded_once(spark):
+    """A table with one value column reads its decoded record twice: the bad-record check
+    (a filter) and the column. Spark's optimizer would push the filter below the
+    projection that decodes, with the decoding copied into it, and merge the projection
+    into the one above, which decodes again; the decoder declares itself nondeterministic
+    to keep it in its one projection."""
+    from pyspark.sql import functions as F
+
+    from job.formats.base import decoded_once
+
+    one = StructType([StructField("uid", StringType())])
+    df = spark.createDataFrame([('{"uid": "a"}',), ("{bad",)], "v string")
+    df, decoded = decoded_once(df, json_format.decode(df["v"], one, {}), "__decoded")
+    checked = df.filter(F.when(decoded.error.isNotNull() & (F.spark_partition_id() >= 0), F.lit(False))
+                        .otherwise(F.lit(True)))
+    reads = checked.select(decoded.row["uid"].alias("uid"))
+    plan = reads._jdf.queryExecution().optimizedPlan().toString()
+    assert plan.count("fast_json(") == 1, plan[:3000]
+    assert [r["uid"] for r in reads.collect()] == ["a"]

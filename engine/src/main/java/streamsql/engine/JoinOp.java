@@ -36,7 +36,8 @@ import scala.Tuple2;
  * {@code __sign}, every side's columns (NULL for a padded side), {@code __net} (per key).
  * State per key: each side's rows with their counts (a fused side: its one row).
  */
-final class JoinOp extends Operator {
+final class JoinOp extends Operator
+    implements streamsql.engine.grouping.FirstAndLatest, streamsql.engine.grouping.NetsEqualRows {
   private final StructType[] schemas;
   private final int[][] rowAt;
   private final boolean[] padded;   // side i stands in as one NULL row while it is empty
@@ -63,6 +64,52 @@ final class JoinOp extends Operator {
     this.kindAt = kindAt;
     this.majorAt = majorAt;
     this.minorAt = minorAt;
+  }
+
+  /**
+   * Rows reduced before the shuffle: when every side is an upsert table normalized here,
+   * the join reads of each side's rows per key only the latest (so each side's earliest
+   * and latest may be all it gets); when none is, it reads each side as a multiset (a row
+   * of sign n as n copies, summed whatever the order), so equal rows may be netted. Both
+   * give the same rows to the product, so the same change. A mix of the two gets every row.
+   */
+  @Override
+  public int majorAt() {
+    return allUpsert() ? majorAt : -1;
+  }
+
+  @Override
+  public int minorAt() {
+    return allUpsert() ? minorAt : -1;
+  }
+
+  @Override
+  public int[] alsoPer() {
+    return new int[] {sideAt};
+  }
+
+  @Override
+  public int[] netPer() {
+    return new int[] {sideAt};
+  }
+
+  @Override
+  public int netSignAt() {
+    for (boolean u : upsert) {
+      if (u) {
+        return -1;
+      }
+    }
+    return signAt;
+  }
+
+  private boolean allUpsert() {
+    for (boolean u : upsert) {
+      if (!u) {
+        return false;
+      }
+    }
+    return true;
   }
 
   @Override

@@ -412,6 +412,18 @@ public final class FastJson extends Expression implements CodegenFallback, java.
     return general.nullable();
   }
 
+  /**
+   * Declared nondeterministic, though it is not, so that Spark's optimizer keeps the
+   * decoding in the one projection that computes it: a deterministic projection lets it
+   * push the filters above (the bad-record check) below it with the decoding copied in,
+   * and merge the projection with the one above it, which then decodes again. A Kafka
+   * table with one value column was decoded twice per record that way.
+   */
+  @Override
+  public boolean deterministic() {
+    return false;
+  }
+
   @Override
   public ExprCode doGenCode(CodegenContext ctx, ExprCode ev) {
     return CodegenFallback.super.doGenCode(ctx, ev);

@@ -3,7 +3,8 @@ package streamsql.engine.grouping;
 /**
  * An operator that reads, of each key's rows in a batch, only the one at the earliest
  * position in its source and the one at the latest (an upsert stream's normalization:
- * the key's previous row is retracted at the first, its new row comes from the latest).
+ * the key's previous row is retracted at the first, its new row comes from the latest;
+ * a join of upsert tables on their key, which reads each side's latest).
  * The rows between them may be dropped before they are shuffled: see
  * {@link FirstAndLatestReduction}.
  *
@@ -17,4 +18,12 @@ public interface FirstAndLatest {
 
   /** The minor position's column among the operator's input columns. */
   int minorAt();
+
+  /**
+   * Input columns that, with the operator's key, make up what the earliest and latest are
+   * taken per (a join's side: each of its upsert inputs has its own latest row per key).
+   */
+  default int[] alsoPer() {
+    return new int[0];
+  }
 }

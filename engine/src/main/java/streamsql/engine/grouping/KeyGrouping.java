@@ -7,6 +7,7 @@ import java.util.Set;
 import java.util.WeakHashMap;
 import org.apache.spark.sql.SparkSessionExtensions;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.SortOrder;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.execution.ColumnarRule;
@@ -134,39 +135,64 @@ public final class KeyGrouping {
 
   private static ReduceExec.Reduction reduction(TransformWithStateExec operator, SparkPlan input, int maxKeys) {
     Object op = operator.statefulProcessor();
-    scala.collection.immutable.Seq<Attribute> data = operator.dataAttributes();
-    List<Attribute> columns = new ArrayList<>(CollectionConverters.asJava(input.output()));
+    List<Attribute> data = CollectionConverters.asJava(operator.dataAttributes());
+    List<Attribute> columns = CollectionConverters.asJava(input.output());
     if (op instanceof FirstAndLatest) {
-      FirstAndLatest reads = (FirstAndLatest) op;
-      if (Math.max(reads.majorAt(), reads.minorAt()) >= data.size()) {
-        return null;
+      ReduceExec.Reduction firstAndLatest = firstAndLatest((FirstAndLatest) op, operator, data, columns, input, maxKeys);
+      if (firstAndLatest != null) {
+        return firstAndLatest;
       }
-      Attribute major = data.apply(reads.majorAt()), minor = data.apply(reads.minorAt());
-      int majorAt = indexOf(columns, major), minorAt = indexOf(columns, minor);
-      boolean keyed = CollectionConverters.asJava(operator.groupingAttributes()).stream()
-          .allMatch(a -> indexOf(columns, a) >= 0);
-      if (majorAt < 0 || minorAt < 0 || !keyed || !FirstAndLatestReduction.readable(major, minor)) {
-        return null;
-      }
-      @SuppressWarnings("unchecked")
-      scala.collection.immutable.Seq<org.apache.spark.sql.catalyst.expressions.Expression> keys =
-          (scala.collection.immutable.Seq<org.apache.spark.sql.catalyst.expressions.Expression>) (Object)
-              operator.groupingAttributes();
-      return FirstAndLatestReduction.of(keys, input.output(), input.schema(), majorAt, minorAt, maxKeys);
     }
     if (op instanceof NetsEqualRows) {
       int signAt = ((NetsEqualRows) op).netSignAt();
       if (signAt < 0 || signAt >= data.size()) {
         return null;
       }
-      Attribute sign = data.apply(signAt);
+      Attribute sign = data.get(signAt);
       int at = indexOf(columns, sign);
       if (at < 0 || !sign.dataType().equals(org.apache.spark.sql.types.DataTypes.IntegerType)) {
         return null;
       }
-      return NetReduction.of(at, input.schema(), maxKeys);
+      int[] per = ((NetsEqualRows) op).netPer();
+      if (per == null) {
+        return NetReduction.of(at, input.schema(), maxKeys);
+      }
+      List<Expression> keys = keyedAlsoBy(operator, data, per);
+      return keys == null || !keys.stream().allMatch(a -> indexOf(columns, (Attribute) a) >= 0) ? null
+          : NetPerKeyReduction.of(CollectionConverters.asScala(keys).toList(), input.output(), input.schema(), at,
+              maxKeys);
     }
     return null;
+  }
+
+  /** Each key's earliest and latest rows, where the input has the columns that takes. */
+  private static ReduceExec.Reduction firstAndLatest(FirstAndLatest reads, TransformWithStateExec operator,
+                                                     List<Attribute> data, List<Attribute> columns, SparkPlan input,
+                                                     int maxKeys) {
+    if (reads.majorAt() < 0 || reads.minorAt() < 0 || Math.max(reads.majorAt(), reads.minorAt()) >= data.size()) {
+      return null;
+    }
+    Attribute major = data.get(reads.majorAt()), minor = data.get(reads.minorAt());
+    List<Expression> keys = keyedAlsoBy(operator, data, reads.alsoPer());
+    int majorAt = indexOf(columns, major), minorAt = indexOf(columns, minor);
+    boolean keyed = keys != null && keys.stream().allMatch(a -> indexOf(columns, (Attribute) a) >= 0);
+    if (majorAt < 0 || minorAt < 0 || !keyed || !FirstAndLatestReduction.readable(major, minor)) {
+      return null;
+    }
+    return FirstAndLatestReduction.of(CollectionConverters.asScala(keys).toList(), input.output(), input.schema(),
+        majorAt, minorAt, maxKeys);
+  }
+
+  /** The operator's key and these of its input columns (null: one is not among them). */
+  private static List<Expression> keyedAlsoBy(TransformWithStateExec operator, List<Attribute> data, int[] also) {
+    List<Expression> keys = new ArrayList<>(CollectionConverters.asJava(operator.groupingAttributes()));
+    for (int at : also) {
+      if (at < 0 || at >= data.size()) {
+        return null;
+      }
+      keys.add(data.get(at));
+    }
+    return keys;
   }
 
   /** The column's place among {@code columns} (by its id), or -1. */

@@ -48,7 +48,7 @@ abstract class KeyTable extends AbstractIterator<InternalRow> {
   private boolean passing, drained;
   private UnsafeRow pending;               // a row that did not fit: taken after the table is passed on
   private int emitting = -1, emitPart;     // the next entry to pass on, and which of its rows
-  private UnsafeRow passed;
+  private UnsafeRow passed, passedNow;
 
   /** {@code header}: bytes of the subclass's header, a multiple of 8. */
   KeyTable(scala.collection.Iterator<InternalRow> rows, UnsafeProjection toUnsafe, int maxKeys, int header) {
@@ -58,7 +58,10 @@ abstract class KeyTable extends AbstractIterator<InternalRow> {
     this.header = header;
   }
 
-  /** Take a row into the table; false when it does not fit (the table is passed on first). */
+  /**
+   * Take a row into the table; false when it does not fit (the table is passed on first).
+   * A row the table keeps no place for may be passed on as it is ({@link #passOn}).
+   */
   abstract boolean add(UnsafeRow row);
 
   /** The {@code part}th row (0, 1, ...) the entry passes on, or null after its last. */
@@ -108,6 +111,11 @@ abstract class KeyTable extends AbstractIterator<InternalRow> {
       if (!add(row)) {
         throw new IllegalStateException("a row does not fit an empty table");
       }
+      if (passedNow != null) {
+        passed = passedNow;
+        passedNow = null;
+        return;
+      }
     }
     while (rows.hasNext()) {
       UnsafeRow row = unsafe(rows.next());
@@ -115,6 +123,11 @@ abstract class KeyTable extends AbstractIterator<InternalRow> {
       if (!add(row)) {
         pending = row.copy();
         emitting = 0;
+        return;
+      }
+      if (passedNow != null) {
+        passed = passedNow;
+        passedNow = null;
         return;
       }
       if (entries >= maxKeys) {
@@ -184,6 +197,20 @@ abstract class KeyTable extends AbstractIterator<InternalRow> {
     }
     isNew[0] = true;
     return entries - 1;
+  }
+
+  /** From {@link #add}: pass this row on now, as it is (valid until the next row is read). */
+  final void passOn(UnsafeRow row) {
+    passedNow = row;
+  }
+
+  /** The bytes copied into the arena: their offset, or -1 when the arena is full. */
+  final int store(Object base, long offset, int len) {
+    int o = allocate(padded(len));
+    if (o >= 0) {
+      Platform.copyMemory(base, offset, arena, at(o), len);
+    }
+    return o;
   }
 
   /** Where the record's key starts. */
