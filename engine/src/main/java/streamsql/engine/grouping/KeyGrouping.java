@@ -33,9 +33,10 @@ import scala.runtime.AbstractFunction1;
  *
  * <p>Below an operator whose result a reduction of its rows does not change, it also
  * puts that reduction ({@link ReduceExec}) below the exchange that brings the operator
- * its rows: only each key's earliest and latest rows for an operator that reads no others
- * ({@link FirstAndLatest}), equal rows netted for one that reads a row of sign n as n
- * copies ({@link NetsEqualRows}).
+ * its rows: only each key's earliest and latest rows (per key and side for a join) for an
+ * operator that reads no others ({@link FirstAndLatest}), equal rows netted for one that
+ * reads a row of sign n as n copies ({@link NetsEqualRows}: per distinct row for an
+ * aggregation, per key and side for a join).
  *
  * <p>{@code spark.streamsql.keyGrouping} = {@code sort} keeps Spark's sort (to compare);
  * {@code spark.streamsql.keyGrouping.hashBits} (tests) keeps that many bits of the hash,

@@ -10,7 +10,8 @@ import scala.runtime.AbstractFunction1;
 /**
  * A partition's rows reduced per key before an exchange ships them to a stateful
  * operator whose result the reduction does not change ({@link KeyGrouping} puts it
- * there; the reductions: {@link FirstAndLatestReduction}, {@link NetReduction}). The
+ * there; the reductions: {@link FirstAndLatestReduction}, {@link NetReduction},
+ * {@link NetPerKeyReduction}). The
  * rows keep their columns and their partitioning; there are just fewer of them.
  */
 public final class ReduceExec extends UnaryPlan {
