@@ -3,7 +3,6 @@ package streamsql.engine.grouping;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.Expression;
-import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
@@ -74,8 +73,8 @@ final class FirstAndLatestReduction {
 
     @Override
     public scala.collection.Iterator<InternalRow> apply(scala.collection.Iterator<InternalRow> rows) {
-      return new FirstAndLatestRows(rows, UnsafeProjection.create(keys, input), UnsafeProjection.create(schema),
-          this, schema.length());
+      return Projections.keyed(keys, input, schema,
+          (keyOf, toUnsafe) -> new FirstAndLatestRows(rows, keyOf, toUnsafe, this, schema.length()));
     }
 
     int maxKeys() {

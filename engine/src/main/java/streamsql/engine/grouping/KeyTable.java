@@ -49,6 +49,7 @@ abstract class KeyTable extends AbstractIterator<InternalRow> {
   private UnsafeRow pending;               // a row that did not fit: taken after the table is passed on
   private int emitting = -1, emitPart;     // the next entry to pass on, and which of its rows
   private UnsafeRow passed, passedNow;
+  private final java.util.List<Runnable> whenDrained = new java.util.ArrayList<>(2);
 
   /** {@code header}: bytes of the subclass's header, a multiple of 8. */
   KeyTable(scala.collection.Iterator<InternalRow> rows, UnsafeProjection toUnsafe, int maxKeys, int header) {
@@ -56,6 +57,12 @@ abstract class KeyTable extends AbstractIterator<InternalRow> {
     this.toUnsafe = toUnsafe;
     this.maxKeys = maxKeys;
     this.header = header;
+  }
+
+  /** Run this once every row is passed on (a projection given back: {@link Projections}). */
+  final KeyTable whenDrained(Runnable then) {
+    whenDrained.add(then);
+    return this;
   }
 
   /**
@@ -76,6 +83,8 @@ abstract class KeyTable extends AbstractIterator<InternalRow> {
       if (emitting >= 0) {
         passed = emitNext();
       } else if (drained) {
+        whenDrained.forEach(Runnable::run);
+        whenDrained.clear();
         return false;
       } else if (passing) {
         if (rows.hasNext()) {

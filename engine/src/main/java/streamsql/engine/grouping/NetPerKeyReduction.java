@@ -54,8 +54,8 @@ final class NetPerKeyReduction {
 
     @Override
     public scala.collection.Iterator<InternalRow> apply(scala.collection.Iterator<InternalRow> rows) {
-      return new Rows(rows, UnsafeProjection.create(keys, input), UnsafeProjection.create(schema), maxKeys, signAt,
-          schema.length());
+      return Projections.keyed(keys, input, schema,
+          (keyOf, toUnsafe) -> new Rows(rows, keyOf, toUnsafe, maxKeys, signAt, schema.length()));
     }
   }
 
@@ -68,8 +68,8 @@ final class NetPerKeyReduction {
 
     private final UnsafeProjection keyOf;
     private final int signAt;
-    private final UnsafeRow scratch, out;
-    private byte[] buffer = new byte[256];
+    private final Unsigned unsigned;
+    private final UnsafeRow out;
     private final boolean[] isNew = new boolean[1];
 
     Rows(scala.collection.Iterator<InternalRow> rows, UnsafeProjection keyOf, UnsafeProjection toUnsafe, int maxKeys,
@@ -77,23 +77,17 @@ final class NetPerKeyReduction {
       super(rows, toUnsafe, maxKeys, 0);
       this.keyOf = keyOf;
       this.signAt = signAt;
-      this.scratch = new UnsafeRow(numFields);
+      this.unsigned = new Unsigned(signAt, numFields);
       this.out = new UnsafeRow(numFields);
     }
 
     @Override
     boolean add(UnsafeRow row) {
-      int size = row.getSizeInBytes();
-      if (buffer.length < size) {
-        buffer = new byte[Math.max(size, buffer.length * 2)];
-      }
-      Platform.copyMemory(row.getBaseObject(), row.getBaseOffset(), buffer, Platform.BYTE_ARRAY_OFFSET, size);
-      scratch.pointTo(buffer, Platform.BYTE_ARRAY_OFFSET, size);
-      int sign = scratch.getInt(signAt);
+      UnsafeRow bytes = unsigned.of(row);
+      int sign = unsigned.sign, size = bytes.getSizeInBytes();
       if (sign == 0) {
         return true;  // no copies of it
       }
-      scratch.setInt(signAt, 0);
       UnsafeRow key = keyOf.apply(row);
       int e = entry(key.getBaseObject(), key.getBaseOffset(), key.getSizeInBytes(), PLACES * PLACE, isNew);
       if (e < 0) {
@@ -112,7 +106,7 @@ final class NetPerKeyReduction {
         if (len < 0) {
           free = free < 0 ? i : free;
         } else if (len == size && ByteArrayMethods.arrayEquals(
-            arena, at(Platform.getInt(arena, p + ROW_AT)), buffer, Platform.BYTE_ARRAY_OFFSET, size)) {
+            arena, at(Platform.getInt(arena, p + ROW_AT)), bytes.getBaseObject(), bytes.getBaseOffset(), size)) {
           long sum = Platform.getLong(arena, p + SUM) + sign;
           Platform.putLong(arena, p + SUM, sum);
           if (sum == 0) {
@@ -125,7 +119,7 @@ final class NetPerKeyReduction {
         passOn(row);
         return true;
       }
-      int stored = store(buffer, Platform.BYTE_ARRAY_OFFSET, size);
+      int stored = store(bytes.getBaseObject(), bytes.getBaseOffset(), size);
       if (stored < 0) {
         return false;
       }

@@ -37,7 +37,7 @@ final class NetReduction {
 
     @Override
     public scala.collection.Iterator<InternalRow> apply(scala.collection.Iterator<InternalRow> rows) {
-      return new Rows(rows, UnsafeProjection.create(schema), maxKeys, signAt, schema.length());
+      return Projections.rows(schema, toUnsafe -> new Rows(rows, toUnsafe, maxKeys, signAt, schema.length()));
     }
   }
 
@@ -47,29 +47,23 @@ final class NetReduction {
    */
   static final class Rows extends KeyTable {
     private final int signAt;
-    private final UnsafeRow scratch, out;
-    private byte[] buffer = new byte[256];
+    private final Unsigned unsigned;
+    private final UnsafeRow out;
     private final boolean[] isNew = new boolean[1];
 
     Rows(scala.collection.Iterator<InternalRow> rows, UnsafeProjection toUnsafe, int maxKeys, int signAt,
          int numFields) {
       super(rows, toUnsafe, maxKeys, 0);
       this.signAt = signAt;
-      this.scratch = new UnsafeRow(numFields);
+      this.unsigned = new Unsigned(signAt, numFields);
       this.out = new UnsafeRow(numFields);
     }
 
     @Override
     boolean add(UnsafeRow row) {
-      int size = row.getSizeInBytes();
-      if (buffer.length < size) {
-        buffer = new byte[Math.max(size, buffer.length * 2)];
-      }
-      Platform.copyMemory(row.getBaseObject(), row.getBaseOffset(), buffer, Platform.BYTE_ARRAY_OFFSET, size);
-      scratch.pointTo(buffer, Platform.BYTE_ARRAY_OFFSET, size);
-      long sign = scratch.getInt(signAt);
-      scratch.setInt(signAt, 0);
-      int e = entry(buffer, Platform.BYTE_ARRAY_OFFSET, size, 8, isNew);
+      UnsafeRow key = unsigned.of(row);
+      long sign = unsigned.sign;
+      int e = entry(key.getBaseObject(), key.getBaseOffset(), key.getSizeInBytes(), 8, isNew);
       if (e < 0) {
         return false;
       }
