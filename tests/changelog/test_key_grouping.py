@@ -146,6 +146,22 @@ def test_the_plan_groups_by_hash_instead_of_sorting(spark, tables, tmp_path):
     assert "Sort [" not in below.splitlines()[1]
 
 
+def test_rows_are_reduced_below_the_exchange_of_the_normalization_and_of_the_aggregation(spark, upsert_tables,
+                                                                                        tmp_path):
+    plan = _executed_plan(spark, upsert_tables, QUERIES["group by"], tmp_path).splitlines()
+    for reduction in ("FirstAndLatestPerKey", "NetEqualRows"):
+        reduced = [i for i, line in enumerate(plan) if reduction in line]
+        assert len(reduced) == 1, reduction
+        i = reduced[0]
+        assert "Exchange hashpartitioning(" in plan[i - 1] and "GroupByKeyHash" in plan[i - 2]
+        assert "TransformWithState" in plan[i - 3]
+
+
+def test_an_aggregation_whose_calls_read_rows_in_order_gets_every_row(spark, upsert_tables, tmp_path):
+    plan = _executed_plan(spark, upsert_tables, REDUCED_QUERIES["group by, ordered calls"][0], tmp_path)
+    assert "NetEqualRows" not in plan and "FirstAndLatestPerKey" in plan
+
+
 def _reductions(plan: str) -> list[str]:
     """The plan's reductions (a ReduceExec shows as its reduction: name, then arguments)."""
     lines = (line.strip(" :+-") for line in plan.splitlines())
