@@ -75,12 +75,12 @@ final class JoinOp extends Operator
    */
   @Override
   public int majorAt() {
-    return allUpsert() ? majorAt : -1;
+    return upsertSides() == upsert.length ? majorAt : -1;
   }
 
   @Override
   public int minorAt() {
-    return allUpsert() ? minorAt : -1;
+    return upsertSides() == upsert.length ? minorAt : -1;
   }
 
   @Override
@@ -95,21 +95,15 @@ final class JoinOp extends Operator
 
   @Override
   public int netSignAt() {
-    for (boolean u : upsert) {
-      if (u) {
-        return -1;
-      }
-    }
-    return signAt;
+    return upsertSides() == 0 ? signAt : -1;
   }
 
-  private boolean allUpsert() {
+  private int upsertSides() {
+    int n = 0;
     for (boolean u : upsert) {
-      if (!u) {
-        return false;
-      }
+      n += u ? 1 : 0;
     }
-    return true;
+    return n;
   }
 
   @Override

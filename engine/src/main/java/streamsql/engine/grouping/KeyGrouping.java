@@ -158,8 +158,8 @@ public final class KeyGrouping {
       if (per == null) {
         return NetReduction.of(at, input.schema(), maxKeys);
       }
-      List<Expression> keys = keyedAlsoBy(operator, data, per);
-      return keys == null || !keys.stream().allMatch(a -> indexOf(columns, (Attribute) a) >= 0) ? null
+      List<Expression> keys = keyedAlsoBy(operator, data, per, columns);
+      return keys == null ? null
           : NetPerKeyReduction.of(CollectionConverters.asScala(keys).toList(), input.output(), input.schema(), at,
               maxKeys);
     }
@@ -174,26 +174,29 @@ public final class KeyGrouping {
       return null;
     }
     Attribute major = data.get(reads.majorAt()), minor = data.get(reads.minorAt());
-    List<Expression> keys = keyedAlsoBy(operator, data, reads.alsoPer());
+    List<Expression> keys = keyedAlsoBy(operator, data, reads.alsoPer(), columns);
     int majorAt = indexOf(columns, major), minorAt = indexOf(columns, minor);
-    boolean keyed = keys != null && keys.stream().allMatch(a -> indexOf(columns, (Attribute) a) >= 0);
-    if (majorAt < 0 || minorAt < 0 || !keyed || !FirstAndLatestReduction.readable(major, minor)) {
+    if (majorAt < 0 || minorAt < 0 || keys == null || !FirstAndLatestReduction.readable(major, minor)) {
       return null;
     }
     return FirstAndLatestReduction.of(CollectionConverters.asScala(keys).toList(), input.output(), input.schema(),
         majorAt, minorAt, maxKeys);
   }
 
-  /** The operator's key and these of its input columns (null: one is not among them). */
-  private static List<Expression> keyedAlsoBy(TransformWithStateExec operator, List<Attribute> data, int[] also) {
-    List<Expression> keys = new ArrayList<>(CollectionConverters.asJava(operator.groupingAttributes()));
+  /**
+   * The operator's key and these of its input columns ({@code also}, places in {@code
+   * data}), all of them among {@code columns} (what the exchange ships); null otherwise.
+   */
+  private static List<Expression> keyedAlsoBy(TransformWithStateExec operator, List<Attribute> data, int[] also,
+                                              List<Attribute> columns) {
+    List<Attribute> keys = new ArrayList<>(CollectionConverters.asJava(operator.groupingAttributes()));
     for (int at : also) {
       if (at < 0 || at >= data.size()) {
         return null;
       }
       keys.add(data.get(at));
     }
-    return keys;
+    return keys.stream().allMatch(a -> indexOf(columns, a) >= 0) ? new ArrayList<>(keys) : null;
   }
 
   /** The column's place among {@code columns} (by its id), or -1. */

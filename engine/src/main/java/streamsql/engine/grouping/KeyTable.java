@@ -120,9 +120,7 @@ abstract class KeyTable extends AbstractIterator<InternalRow> {
       if (!add(row)) {
         throw new IllegalStateException("a row does not fit an empty table");
       }
-      if (passedNow != null) {
-        passed = passedNow;
-        passedNow = null;
+      if (tookPassedOn()) {
         return;
       }
     }
@@ -134,9 +132,7 @@ abstract class KeyTable extends AbstractIterator<InternalRow> {
         emitting = 0;
         return;
       }
-      if (passedNow != null) {
-        passed = passedNow;
-        passedNow = null;
+      if (tookPassedOn()) {
         return;
       }
       if (entries >= maxKeys) {
@@ -206,6 +202,16 @@ abstract class KeyTable extends AbstractIterator<InternalRow> {
     }
     isNew[0] = true;
     return entries - 1;
+  }
+
+  /** After {@link #add}: the row it passed on, if any, becomes the next one out. */
+  private boolean tookPassedOn() {
+    if (passedNow == null) {
+      return false;
+    }
+    passed = passedNow;
+    passedNow = null;
+    return true;
   }
 
   /** From {@link #add}: pass this row on now, as it is (valid until the next row is read). */
