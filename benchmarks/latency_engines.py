@@ -25,7 +25,15 @@ An event's latency is the broker's append time of the first sink record that car
 as the newest ts of that record, minus ts. Events produced during the warm-up (engine start,
 JIT, the backlog of the first batch) are left out. Tombstones and events whose result was
 overwritten before it was written (two changes of one key in one batch) carry no ts to the
-sink and are not measured: `measured` says how many were. *kept up*: the engine drained
+sink and are not measured: `measured` says how many were. Nor is an event whose ts a sink
+record shows as the newest only after a record of the same key has shown a newer one
+(`overtaken`): its change was written with that newer record, and its ts comes back as
+the newest only when the newer change is undone (the user who raised an account's
+MAX(ts) moves away, a cheese is deleted), seconds later. Counting those as late measured
+the later retraction, not the event: they are the changes a batch merges (2% of the
+job's events at 10k events/s, p99 2,029 ms counting them, 1,138 ms not; Flink writes
+each change on its own and has almost none). `p99_counting_overtaken_ms` keeps the
+figure with them. *kept up*: the engine drained
 within 5 s of the producer's end and its latency did not grow over the window (the last
 quarter's p99 at most twice the first quarter's, or 1 s more). CPU-seconds per event: the
 engine's whole process tree over the measured window / events offered in it.
@@ -52,14 +60,16 @@ TS_FIELDS = ("ts", "user_ts", "color_ts", "cheese_ts")
 RESULTS = engines.RESULTS / "latency_engines.jsonl"
 
 
-def event_latencies(records, window: tuple[float, float]) -> list[tuple[float, float]]:
+def event_latencies(records, window: tuple[float, float], overtaken: bool = False) -> list[tuple[float, float]]:
     """(produce time s, latency ms) of each event a sink record first shows as its newest ts.
 
     ``records`` are (partition, offset, append ms, key, value) in any order; ``window`` the
-    produce times (s) to keep."""
+    produce times (s) to keep. An event first shown after a newer ts of the same key is
+    left out, unless ``overtaken``: then only those events are returned."""
     seen: set[int] = set()
+    highest: dict = {}  # per sink key: the newest ts any of its records has shown
     out = []
-    for _p, _o, append_ms, _k, value in sorted(records, key=lambda r: (r[2], r[0], r[1])):
+    for _p, _o, append_ms, key, value in sorted(records, key=lambda r: (r[2], r[0], r[1])):
         if value is None:
             continue
         row = json.loads(value)
@@ -67,11 +77,13 @@ def event_latencies(records, window: tuple[float, float]) -> list[tuple[float, f
         if not stamps:
             continue
         newest = max(stamps)
+        was_overtaken = newest < highest.get(key, newest)
+        highest[key] = max(newest, highest.get(key, newest))
         if newest in seen:
             continue
         seen.add(newest)
         produced = newest / 1e6
-        if window[0] <= produced < window[1]:
+        if was_overtaken == overtaken and window[0] <= produced < window[1]:
             out.append((produced, append_ms - newest / 1000))
     return out
 
@@ -139,6 +151,7 @@ def run_one(a, engine: str, stamp: str) -> dict:
         figures.pop(key, None)
     records = list(kafka_tool.dump(a.bootstrap, prefix + "sink"))
     samples = event_latencies(records, (window_start, fed_until))
+    late = event_latencies(records, (window_start, fed_until), overtaken=True)
     last_append = max((r[2] for r in records), default=0) / 1000
     drain_s = round(max(0.0, last_append - fed_until), 2)
     lat = [l for _, l in samples]
@@ -150,6 +163,8 @@ def run_one(a, engine: str, stamp: str) -> dict:
         "latency_p50_ms": round(engines.percentile(lat, 50)) if lat else None,
         "latency_p99_ms": round(engines.percentile(lat, 99)) if lat else None,
         "latency_max_ms": round(max(lat)) if lat else None,
+        "overtaken": len(late),
+        "p99_counting_overtaken_ms": round(engines.percentile(lat + [l for _, l in late], 99)) if lat else None,
         "drain_s": drain_s, **kept_up(samples, drain_s),
         "window_cpu_s": round(cpu1 - cpu0, 2), "window_s": round(cpu_t1 - cpu_t0, 1),
         "cpu_ms_per_event": round((cpu1 - cpu0) / offered * 1000, 3) if offered else None,

@@ -94,6 +94,20 @@ def test_event_latencies_take_each_event_once_as_the_newest_of_its_record():
     assert [(round(t, 3), round(l)) for t, l in got] == [(1e6 + 0.1, 50), (1e6 + 0.7, 200)]
 
 
+def test_an_event_first_shown_after_a_newer_one_of_its_key_is_not_measured():
+    """Two changes of one account in one batch: the sink shows the newer ts. When the newer
+    change is undone later, the older ts comes back as the newest: that record measures the
+    retraction, not the event."""
+    us = 1_000_000_000_000
+    records = [
+        (0, 0, 1_000_000_600, "a1", json.dumps({"ts": us + 300_000})),            # newer event of a1: 300 ms
+        (0, 1, 1_000_004_000, "a1", json.dumps({"ts": us + 100_000})),            # older one comes back: 3.9 s
+        (0, 2, 1_000_004_500, "a2", json.dumps({"ts": us + 100_500})),            # another key, first shown late
+    ]
+    assert [round(l) for _, l in event_latencies(records, (1e6, 1e6 + 5))] == [300, 4400]
+    assert [round(l) for _, l in event_latencies(records, (1e6, 1e6 + 5), overtaken=True)] == [3900]
+
+
 def test_kept_up():
     steady = [(t, 100.0) for t in range(100)]
     assert kept_up(steady, drain_s=0.5)["kept_up"]

@@ -57,6 +57,9 @@ class SourceContext:
     # Does the plan need each record's position in the source (a changelog normalized by
     # key)? A source may skip numbering its records when it does not.
     ordered: bool = True
+    # How many of the reading query's tables wait for records before a micro-batch
+    # (Kafka's 'scan.min-offsets-per-trigger'): each waits for its share of the minimum.
+    waiting_tables: int = 1
 
 
 @dataclass(frozen=True)

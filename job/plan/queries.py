@@ -62,7 +62,7 @@ def plan_queries(spark, program: Program, *, checkpoint_dir: str, sources: Calla
                  watch_sink: Callable = unwatched, offline: bool = False) -> list[QueryPlan]:
     """Plan (not start) every INSERT's query.
 
-    ``sources(checkpoint)``: how one query opens its tables — an object with
+    ``sources(checkpoint, tables)``: how one query opens its tables — an object with
     ``open(table, ordered)``, the ``opened`` sources (dead letters, observed metrics,
     unbounded tables) and the ``end_of_input`` it registers; ``watch_sink(sink, key)``
     returns the sink to write through."""
@@ -85,7 +85,7 @@ def plan_insert(spark, program: Program, index: int, *, checkpoint_dir: str, sou
     connector, options = validate_options(table, "sink")
     name = query_name(program, index, insert.table)
     checkpoint = str(Path(checkpoint_dir) / name)
-    reading = sources(checkpoint)
+    reading = sources(checkpoint, [program.catalog.table(n) for n in sorted(program.reads.get(index, ()))])
     planner = new_planner(spark, program.catalog, program.conf, reading.open)
     rel = planner.plan(insert.parsed)
     sink = watch_sink(connector.create_sink(SinkContext(spark, table, options, checkpoint, offline=offline)), checkpoint)

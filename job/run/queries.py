@@ -18,7 +18,7 @@ from job.plan.analyze import spark_error
 from job.plan.program import Program, trigger_interval_ms
 from job.plan.queries import QueryPlan
 from job.run.end_of_input import EndOfInput
-from job.run.sources import BAD_RECORD_MARKER, OpenedSources, open_source
+from job.run.sources import BAD_RECORD_MARKER, OpenedSources, open_source, waiting_tables
 
 SINK_ERROR = re.compile(r"SinkError: \[exit (\d+)\] ([^\n]*)")
 
@@ -35,15 +35,18 @@ class QuerySources:
     offline: bool = False
     opened: OpenedSources = field(default_factory=OpenedSources)
     end_of_input: EndOfInput = field(default_factory=EndOfInput)
+    waiting_tables: int = 1  # of the query's tables, how many wait for records (see waiting_tables)
 
     def open(self, table, ordered: bool = True):
         return open_source(self.spark, table, once=self.once, offline=self.offline, opened=self.opened,
-                           checkpoint=self.checkpoint, end_of_input=self.end_of_input, ordered=ordered)
+                           checkpoint=self.checkpoint, end_of_input=self.end_of_input, ordered=ordered,
+                           waiting_tables=self.waiting_tables)
 
 
 def query_sources(spark, *, once: bool, offline: bool = False):
-    """Per query checkpoint, its :class:`QuerySources`."""
-    return lambda checkpoint: QuerySources(spark, checkpoint, once, offline)
+    """Per query (its checkpoint and the tables it reads), its :class:`QuerySources`."""
+    return lambda checkpoint, tables=(): QuerySources(spark, checkpoint, once, offline,
+                                                      waiting_tables=waiting_tables(tables))
 
 
 def trigger_args(program: Program, once: bool) -> dict:

@@ -27,6 +27,12 @@ class OpenedSources:
     unbounded: list = field(default_factory=list)        # names of the tables read that never end
 
 
+def waiting_tables(tables) -> int:
+    """How many of a query's tables hold its micro-batches back until enough of their
+    records have come ('scan.min-offsets-per-trigger'): they share that minimum."""
+    return max(1, sum(1 for table in tables if (bind(table, "source").options.get("scan.min-offsets-per-trigger") or 0) > 0))
+
+
 def policy_of(options) -> str:
     for key, value in options.items():
         if key.endswith("ignore-parse-errors") and value is True:
@@ -36,13 +42,14 @@ def policy_of(options) -> str:
 
 def open_source(spark, table, *, once: bool, offline: bool = False,
                 opened: Optional[OpenedSources] = None, checkpoint: Optional[str] = None,
-                end_of_input=None, ordered: bool = True) -> SourceStream:
+                end_of_input=None, ordered: bool = True, waiting_tables: int = 1) -> SourceStream:
     from pyspark.sql import functions as F
 
     bound = bind(table, "source")
     options = bound.options
     stream = bound.connector.create_source(SourceContext(spark, table, dict(options), once=once, offline=offline,
-                                                         checkpoint=checkpoint, ordered=ordered))
+                                                         checkpoint=checkpoint, ordered=ordered,
+                                                         waiting_tables=waiting_tables))
     if opened is not None and not stream.bounded:
         opened.unbounded.append(table.name)
     df = stream.df

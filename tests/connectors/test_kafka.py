@@ -110,6 +110,39 @@ def test_a_running_querys_batch_waits_for_enough_records_unless_told_otherwise()
     assert batch_wait({**defaults, "scan.min-offsets-per-trigger": 0}, once=False) == {}
     assert batch_wait({**defaults, "scan.max-offsets-per-trigger": 100}, once=False)["minOffsetsPerTrigger"] == "100"
     assert batch_wait({**defaults, "scan.max-trigger-delay": 250}, once=False)["maxTriggerDelay"] == "250ms"
+    # A query reading three such tables: each waits for a third (rounded up).
+    assert batch_wait(defaults, once=False, shared_by=3)["minOffsetsPerTrigger"] == "1667"
+
+
+def test_a_query_reading_several_kafka_tables_shares_the_wait_among_them(spark, tmp_path):
+    """Spark holds each source's records back until that source alone has its minimum:
+    with the whole minimum each, a table read slowly waited its full delay while the
+    others filled batch after batch. Planned as a running query, without a broker."""
+    import re
+
+    from job.api import compile
+    from job.plan.queries import plan_queries
+    from job.run.queries import query_sources
+
+    def table(name, extra=""):
+        return (f"CREATE TABLE {name} (k STRING, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ("
+                f"'connector' = 'upsert-kafka', 'topic' = '{name}', 'properties.bootstrap.servers' = 'b:9092', "
+                f"'key.format' = 'json', 'value.format' = 'json' {extra})")
+
+    def waits(query):
+        program = compile(RunOptions(statements=[
+            table("a"), table("b"), table("c", ", 'scan.min-offsets-per-trigger' = '0'"), table("d"),
+            "CREATE TABLE o (k STRING, x STRING, y STRING) WITH ('connector' = 'blackhole')", f"INSERT INTO o {query}"]))
+        plans = plan_queries(spark, program, checkpoint_dir=str(tmp_path),
+                             sources=query_sources(spark, once=False, offline=True), offline=True)
+        plan = plans[0].writer._df._jdf.queryExecution().logical().toString()
+        return sorted(re.findall(r"subscribe=(\w+)", plan)), sorted(re.findall(r"minOffsetsPerTrigger=(\d+)", plan))
+
+    three = "SELECT a.k, b.v, d.v FROM a LEFT JOIN b ON a.k = b.k LEFT JOIN d ON a.k = d.k"
+    assert waits(three) == (["a", "b", "d"], ["1667", "1667", "1667"])
+    # A table that does not wait ('0') takes no share; one table alone waits for all.
+    assert waits("SELECT a.k, c.v, c.v FROM a LEFT JOIN c ON a.k = c.k") == (["a", "c"], ["5000"])
+    assert waits("SELECT k, v, v FROM a") == (["a"], ["5000"])
 
 
 def test_the_batch_wait_options_are_the_tables():

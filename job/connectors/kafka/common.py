@@ -42,7 +42,8 @@ COMMON = (
            description="A running query's micro-batch waits for this many new records (over all partitions) or "
                        "for 'scan.max-trigger-delay', whichever comes first (Spark's minOffsetsPerTrigger): a slow "
                        "stream is read about once a second rather than in batches back to back, at a fraction of "
-                       "the CPU. 0: no wait. Not under --once or for a bounded table."),
+                       "the CPU. A query reading several such tables waits for this many over all of them: each "
+                       "waits for its share. 0: no wait. Not under --once or for a bounded table."),
     Option("scan.max-trigger-delay", "duration", default=1_000,
            description="The longest a micro-batch waits for 'scan.min-offsets-per-trigger' records."),
     Option("scan.bounded.mode", "enum", default="unbounded", choices=("unbounded", "latest-offset"),
