@@ -35,11 +35,30 @@ class StopSignal:
             self.request("stop requested")
         return self._requested
 
-    def request(self, why: str = "stop requested") -> None:
+    def request(self, why: str = "stop requested", *, in_handler: bool = False) -> None:
         if not self._requested:
             self._requested = True
-            print(f"streamsql: {why}, stopping at the next batch boundary (send it again to stop at once)",
-                  file=self.err or sys.stderr, flush=True)
+            self._say(f"streamsql: {why}, stopping at the next batch boundary (send it again to stop at once)",
+                      in_handler)
+
+    def _say(self, text: str, in_handler: bool = False):
+        """Print ``text``; from a signal handler, on a thread of its own.
+
+        A handler runs on the main thread between two bytecodes, possibly in the middle of
+        a py4j call waiting for the JVM's answer; printing through the JVM (``err`` is
+        spark-submit's stderr) from there re-entered that call's socket: py4j logged
+        "reentrant call" with two tracebacks on the user's terminal. PySpark gives every
+        Python thread its own connection to the JVM."""
+        def say():
+            try:
+                print(text, file=self.err or sys.stderr, flush=True)
+            except Exception:  # noqa: BLE001 - the JVM is going away: say it here instead
+                print(text, file=sys.stderr, flush=True)
+        if not in_handler:
+            return say()
+        thread = threading.Thread(target=say, name="streamsql-stop-message", daemon=True)
+        thread.start()
+        return thread
 
     def install(self) -> None:
         def handler(signum, _frame):
@@ -47,11 +66,11 @@ class StopSignal:
             self._signals += 1
             if self._signals > 1:
                 try:
-                    print(f"streamsql: received {name} again, stopping at once", file=self.err or sys.stderr, flush=True)
+                    self._say(f"streamsql: received {name} again, stopping at once", in_handler=True).join(2)
                     drain_filters()
                 finally:
                     os._exit(128 + signum)
-            self.request(f"received {name}")
+            self.request(f"received {name}", in_handler=True)
         for sig in (signal.SIGTERM, signal.SIGINT):
             try:
                 self._previous[sig] = signal.signal(sig, handler)

@@ -51,3 +51,32 @@ def test_first_signal_requests_a_stop_the_second_exits_at_once():
     assert proc.returncode == 128 + 2  # SIGINT
     assert "received SIGTERM, stopping at the next batch boundary" in proc.stderr
     assert "received SIGINT again, stopping at once" in proc.stderr
+
+
+def test_a_signal_prints_its_message_off_the_main_thread():
+    """The handler interrupts the main thread, possibly inside a py4j call awaiting the JVM's
+    answer: printing through the JVM from there re-entered that call's socket."""
+    script = textwrap.dedent("""
+        import os, signal, threading, time
+        from job.run.stop import StopSignal
+
+        class Err:
+            def write(self, text):
+                if text.strip():
+                    print("main" if threading.current_thread() is threading.main_thread() else "other", text.strip(),
+                          flush=True)
+            def flush(self):
+                pass
+
+        stop = StopSignal(Err())
+        stop.install()
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.5)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 128 + 15
+    assert proc.stdout.splitlines() == [
+        "other streamsql: received SIGTERM, stopping at the next batch boundary (send it again to stop at once)",
+        "other streamsql: received SIGTERM again, stopping at once"]
