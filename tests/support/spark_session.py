@@ -50,6 +50,7 @@ def get_spark():
             .config("spark.sql.streaming.schemaInference", "false")
             .config("spark.sql.mapKeyDedupPolicy", "LAST_WIN")
             .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
+            .config("spark.python.sql.dataFrameDebugging.enabled", "false")
             .config("spark.jars", ",".join(spark_jars()))
             .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{LOG4J_CONF}")
             .getOrCreate()
