@@ -158,6 +158,15 @@ def test_the_batch_wait_options_are_the_tables():
     assert options["scan.min-offsets-per-trigger"] == 5000 and options["scan.max-trigger-delay"] == 2000
 
 
+def test_the_sink_producer_fills_its_requests_unless_the_table_says():
+    # Kafka 4's default linger; the kafka-clients 3.9 of Spark's connector sent each record alone.
+    from job.connectors.kafka.records import write_options
+
+    assert write_options({"properties.bootstrap.servers": "b:9092", "topic": "t"})["kafka.linger.ms"] == "5"
+    own = write_options({"properties.bootstrap.servers": "b:9092", "topic": "t", "properties.linger.ms": "0"})
+    assert own["kafka.linger.ms"] == "0"
+
+
 def test_a_poll_returns_more_than_kafkas_500_records_unless_the_table_says():
     # Spark's reader asks the broker for the partition's offset range after every poll.
     from job.connectors.kafka.records import consumer_options
