@@ -1,7 +1,8 @@
 """What a connector is: its declaration (identifier, roles, changelog mode, options), the
 two small interfaces it implements to read and write, the hooks the run asks it (the
 addresses it talks to, the failures that mean "unreachable", session settings, what a
-source's read position refers to), and a table bound to it (:class:`BoundTable`).
+source's read position refers to, whether a batch waits for its records), and a table
+bound to it (:class:`BoundTable`).
 
 Modelled on Flink's DynamicTableFactory: a connector states its options in one place, and
 validation, did-you-mean errors and the option tables of docs/connectors.md all come from that
@@ -183,6 +184,9 @@ class Connector:
     # the query's checkpoint: a checkpoint of another identity is refused on restart.
     # Without it the identity is the connector alone.
     source_identity: Optional[Callable[["BoundTable"], Mapping[str, Any]]] = None
+    # Does a running query's micro-batch wait for a minimum of this table's new records?
+    # The tables of a query that do share that minimum (SourceContext.waiting_tables).
+    waits_for_records: Optional[Callable[["BoundTable"], bool]] = None
 
     @property
     def can_source(self) -> bool:

@@ -233,6 +233,13 @@ def endpoints(tables: Iterable) -> list[tuple[BoundTable, Endpoint]]:
     return out
 
 
+def waiting_tables(tables: Iterable) -> int:
+    """How many of a query's tables hold its micro-batches back until enough of their
+    records have come, as their connectors declare (at least 1): they share that minimum."""
+    bound = [bind(table, "source") for table in tables]
+    return max(1, sum(1 for b in bound if b.connector.waits_for_records is not None and b.connector.waits_for_records(b)))
+
+
 def is_unreachable(text: str) -> bool:
     """Does a connector recognise this failure text as "the system cannot be reached"?"""
     return any(c.is_unreachable(text) for c in connectors().values() if c.is_unreachable is not None)

@@ -12,13 +12,13 @@ import re
 from dataclasses import dataclass, field
 
 from job.catalog import short_name
-from job.connectors.registry import is_unreachable
+from job.connectors.registry import is_unreachable, waiting_tables
 from job.errors import EXIT_BAD_RECORD, EXIT_OTHER, EXIT_UNREACHABLE, PipelineError
 from job.plan.analyze import spark_error
 from job.plan.program import Program, trigger_interval_ms
 from job.plan.queries import QueryPlan
 from job.run.end_of_input import EndOfInput
-from job.run.sources import BAD_RECORD_MARKER, OpenedSources, open_source, waiting_tables
+from job.run.sources import BAD_RECORD_MARKER, OpenedSources, open_source
 
 SINK_ERROR = re.compile(r"SinkError: \[exit (\d+)\] ([^\n]*)")
 
@@ -35,7 +35,7 @@ class QuerySources:
     offline: bool = False
     opened: OpenedSources = field(default_factory=OpenedSources)
     end_of_input: EndOfInput = field(default_factory=EndOfInput)
-    waiting_tables: int = 1  # of the query's tables, how many wait for records (see waiting_tables)
+    waiting_tables: int = 1  # of the query's tables, how many wait for records (registry.waiting_tables)
 
     def open(self, table, ordered: bool = True):
         return open_source(self.spark, table, once=self.once, offline=self.offline, opened=self.opened,

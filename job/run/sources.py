@@ -27,12 +27,6 @@ class OpenedSources:
     unbounded: list = field(default_factory=list)        # names of the tables read that never end
 
 
-def waiting_tables(tables) -> int:
-    """How many of a query's tables hold its micro-batches back until enough of their
-    records have come ('scan.min-offsets-per-trigger'): they share that minimum."""
-    return max(1, sum(1 for table in tables if (bind(table, "source").options.get("scan.min-offsets-per-trigger") or 0) > 0))
-
-
 def policy_of(options) -> str:
     for key, value in options.items():
         if key.endswith("ignore-parse-errors") and value is True:

@@ -132,6 +132,7 @@ def test_a_query_reading_several_kafka_tables_shares_the_wait_among_them(spark, 
     def waits(query):
         program = compile(RunOptions(statements=[
             table("a"), table("b"), table("c", ", 'scan.min-offsets-per-trigger' = '0'"), table("d"),
+            table("e", ", 'scan.bounded.mode' = 'latest-offset'"),
             "CREATE TABLE o (k STRING, x STRING, y STRING) WITH ('connector' = 'blackhole')", f"INSERT INTO o {query}"]))
         plans = plan_queries(spark, program, checkpoint_dir=str(tmp_path),
                              sources=query_sources(spark, once=False, offline=True), offline=True)
@@ -140,8 +141,10 @@ def test_a_query_reading_several_kafka_tables_shares_the_wait_among_them(spark, 
 
     three = "SELECT a.k, b.v, d.v FROM a LEFT JOIN b ON a.k = b.k LEFT JOIN d ON a.k = d.k"
     assert waits(three) == (["a", "b", "d"], ["1667", "1667", "1667"])
-    # A table that does not wait ('0') takes no share; one table alone waits for all.
+    # A table that does not wait ('0', or bounded: read to its end) takes no share; one
+    # table alone waits for all.
     assert waits("SELECT a.k, c.v, c.v FROM a LEFT JOIN c ON a.k = c.k") == (["a", "c"], ["5000"])
+    assert waits("SELECT a.k, e.v, e.v FROM a LEFT JOIN e ON a.k = e.k") == (["a", "e"], ["5000"])
     assert waits("SELECT k, v, v FROM a") == (["a"], ["5000"])
 
 

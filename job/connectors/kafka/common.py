@@ -87,6 +87,16 @@ def bounded(options: Mapping[str, Any]) -> bool:
     return options.get("scan.bounded.mode") == "latest-offset"
 
 
+def min_records_per_batch(options: Mapping[str, Any]) -> int:
+    """How many new records a running query's micro-batch waits for from this table
+    ('scan.min-offsets-per-trigger'; 0: none). A bounded table is read to its end: none."""
+    return 0 if bounded(options) else int(options.get("scan.min-offsets-per-trigger") or 0)
+
+
+def waits_for_records(bound) -> bool:
+    return min_records_per_batch(bound.options) > 0
+
+
 def topics(options: Mapping[str, Any]) -> list[str]:
     return split_list(options.get("topic", ""))
 
@@ -161,4 +171,5 @@ def source_identity(bound) -> dict[str, Any]:
 
 
 # The hooks both Kafka connectors declare.
-HOOKS = {"endpoints": endpoints, "is_unreachable": is_unreachable, "source_identity": source_identity}
+HOOKS = {"endpoints": endpoints, "is_unreachable": is_unreachable, "source_identity": source_identity,
+         "waits_for_records": waits_for_records}

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from job.connectors.kafka.admin import check_reachable, ensure_topics, starting_offsets
-from job.connectors.kafka.common import METADATA_KEYS, bounded, spark_kafka_options, topics
+from job.connectors.kafka.common import METADATA_KEYS, min_records_per_batch, spark_kafka_options, topics
 from job.connectors.registry import format_for
 from job.connectors.rows import physical_schema
 from job.formats.base import decoded_once, format_options
@@ -80,10 +80,11 @@ def batch_wait(options, *, once: bool, shared_by: int = 1) -> dict[str, str]:
     501 / 1,114 ms with a third of the minimum each (at 35% more CPU per event, batches
     back to back). At 1,000 events/s no table reaches its share within the delay, so
     batches stay about one a second."""
-    least = -(-int(options.get("scan.min-offsets-per-trigger") or 0) // max(1, shared_by))
+    least = min_records_per_batch(options)
     most = options.get("scan.max-offsets-per-trigger")
-    if once or bounded(options) or least <= 0:
+    if once or least <= 0:
         return {}
+    least = -(-least // max(1, shared_by))
     if most:
         least = min(least, int(most))
     return {"minOffsetsPerTrigger": str(least), "maxTriggerDelay": f"{int(options['scan.max-trigger-delay'])}ms"}
