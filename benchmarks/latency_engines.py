@@ -66,9 +66,14 @@ def event_latencies(records, window: tuple[float, float], overtaken: bool = Fals
     ``records`` are (partition, offset, append ms, key, value) in any order; ``window`` the
     produce times (s) to keep. An event first shown after a newer ts of the same key is
     left out, unless ``overtaken``: then only those events are returned."""
+    return measured_and_overtaken(records, window)[overtaken]
+
+
+def measured_and_overtaken(records, window: tuple[float, float]) -> tuple[list, list]:
+    """:func:`event_latencies` of both kinds, from one pass over the records."""
     seen: set[int] = set()
     highest: dict = {}  # per sink key: the newest ts any of its records has shown
-    out = []
+    out: tuple[list, list] = ([], [])
     for _p, _o, append_ms, key, value in sorted(records, key=lambda r: (r[2], r[0], r[1])):
         if value is None:
             continue
@@ -83,8 +88,8 @@ def event_latencies(records, window: tuple[float, float], overtaken: bool = Fals
             continue
         seen.add(newest)
         produced = newest / 1e6
-        if was_overtaken == overtaken and window[0] <= produced < window[1]:
-            out.append((produced, append_ms - newest / 1000))
+        if window[0] <= produced < window[1]:
+            out[was_overtaken].append((produced, append_ms - newest / 1000))
     return out
 
 
@@ -150,8 +155,7 @@ def run_one(a, engine: str, stamp: str) -> dict:
     for key in ("cpu_s", "cpu_user_s", "cpu_sys_s"):  # also counts the producer (reaped here too): see window_cpu_s
         figures.pop(key, None)
     records = list(kafka_tool.dump(a.bootstrap, prefix + "sink"))
-    samples = event_latencies(records, (window_start, fed_until))
-    late = event_latencies(records, (window_start, fed_until), overtaken=True)
+    samples, late = measured_and_overtaken(records, (window_start, fed_until))
     last_append = max((r[2] for r in records), default=0) / 1000
     drain_s = round(max(0.0, last_append - fed_until), 2)
     lat = [l for _, l in samples]
