@@ -89,8 +89,16 @@ class StopSignal:
             ensure_callback_server_started(gateway)
             jvm = spark._jvm
             self._hook = _JvmShutdownHook(self, timeout)
+            # Hadoop finds a hook to remove by the Java reference it was given, and py4j
+            # makes a new Java proxy each time a Python object crosses: removing the
+            # Python hook itself never matched, so the JVM still ran it at exit, after
+            # Python had gone ("ShutdownHook '$Proxy58' failed … Cannot obtain a new
+            # communication channel" ending every --verbose run). A Java Thread around
+            # it is one reference, given to both calls (Hadoop calls its run(), which
+            # runs ours on Hadoop's own thread).
+            self._jvm_hook = jvm.java.lang.Thread(self._hook, "streamsql graceful stop")
             self._hook_manager = jvm.org.apache.hadoop.util.ShutdownHookManager.get()
-            self._hook_manager.addShutdownHook(self._hook, JVM_HOOK_PRIORITY, int(timeout) + 30,
+            self._hook_manager.addShutdownHook(self._jvm_hook, JVM_HOOK_PRIORITY, int(timeout) + 30,
                                                jvm.java.util.concurrent.TimeUnit.SECONDS)
         except Exception:  # noqa: BLE001 - without it a signal just ends the run abruptly
             self._hook = None
@@ -101,7 +109,7 @@ class StopSignal:
         if hook is not None:
             hook.done.set()
             try:
-                self._hook_manager.removeShutdownHook(hook)
+                self._hook_manager.removeShutdownHook(self._jvm_hook)
             except Exception:  # noqa: BLE001 - shutdown in progress
                 pass
             self._hook = None
@@ -131,16 +139,6 @@ class _JvmShutdownHook:
         if not self.done.is_set():
             self.stop.request("the driver JVM is shutting down (a signal to spark-submit)")
             self.done.wait(self.timeout + 20)
-
-    # Hadoop keeps hooks in a hash set: py4j forwards these to Python too.
-    def hashCode(self) -> int:
-        return id(self) & 0x7FFFFFFF
-
-    def equals(self, other) -> bool:
-        return other is self
-
-    def toString(self) -> str:
-        return "streamsql graceful stop"
 
     class Java:
         implements = ["java.lang.Runnable"]
