@@ -60,7 +60,7 @@ final class AggregateOp extends Operator implements streamsql.engine.grouping.Ne
 
   @Override
   void open() {
-    accumulators = getHandle().getValueState("acc", Encoders.BINARY(), ttl());
+    accumulators = StateVars.value(getHandle(), "acc", Encoders.BINARY(), ttl());
     for (int i = 0; i < fns.length; i++) {
       fns[i].open(getHandle(), "agg" + i, ttl());
     }

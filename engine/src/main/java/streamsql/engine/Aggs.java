@@ -290,7 +290,7 @@ final class Aggs {
     @Override
     void open(StatefulProcessorHandle handle, String name, TTLConfig ttl) {
       if (!appendOnly) {
-        counts = handle.getMapState(name, Encoders.row(new StructType().add("v", argType)), Encoders.LONG(), ttl);
+        counts = StateVars.map(handle, name, Encoders.row(new StructType().add("v", argType)), Encoders.LONG(), ttl);
       }
     }
 
@@ -507,7 +507,7 @@ final class Aggs {
 
     @Override
     void open(StatefulProcessorHandle handle, String name, TTLConfig ttl) {
-      counts = handle.getMapState(name, Encoders.row(new StructType().add("v", argType)), Encoders.LONG(), ttl);
+      counts = StateVars.map(handle, name, Encoders.row(new StructType().add("v", argType)), Encoders.LONG(), ttl);
       inner.open(handle, name + "_inner", ttl);
     }
 

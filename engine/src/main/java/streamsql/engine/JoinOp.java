@@ -111,12 +111,12 @@ final class JoinOp extends Operator
     states = new Object[schemas.length];
     for (int i = 0; i < schemas.length; i++) {
       if (upsert[i]) {
-        states[i] = getHandle().getValueState("side" + i, Encoders.row(schemas[i]), ttl());
+        states[i] = StateVars.value(getHandle(), "side" + i, Encoders.row(schemas[i]), ttl());
       } else if (unique[i]) {
         StructType entry = new StructType().add("row", schemas[i]).add("n", org.apache.spark.sql.types.DataTypes.LongType);
-        states[i] = getHandle().getListState("side" + i, Encoders.row(entry), ttl());
+        states[i] = StateVars.list(getHandle(), "side" + i, Encoders.row(entry), ttl());
       } else {
-        states[i] = getHandle().getMapState("side" + i, Encoders.row(schemas[i]), Encoders.LONG(), ttl());
+        states[i] = StateVars.map(getHandle(), "side" + i, Encoders.row(schemas[i]), Encoders.LONG(), ttl());
       }
     }
   }

@@ -35,7 +35,7 @@ final class MaterializeOp extends Operator {
   @Override
   void open() {
     StructType entry = new StructType().add("row", rowSchema).add("n", DataTypes.LongType);
-    kept = getHandle().getListState("rows", Encoders.row(entry), ttl());
+    kept = StateVars.list(getHandle(), "rows", Encoders.row(entry), ttl());
   }
 
   @Override

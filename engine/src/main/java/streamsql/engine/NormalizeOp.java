@@ -50,7 +50,7 @@ final class NormalizeOp extends Operator implements streamsql.engine.grouping.Fi
 
   @Override
   void open() {
-    current = getHandle().getValueState("row", Encoders.row(rowSchema), ttl());
+    current = StateVars.value(getHandle(), "row", Encoders.row(rowSchema), ttl());
   }
 
   /** Is the position of {@code a} after that of {@code b}? */

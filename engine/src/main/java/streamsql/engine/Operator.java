@@ -47,7 +47,7 @@ abstract class Operator extends StatefulProcessor<Row, Row, Row> {
   public void init(OutputMode outputMode, TimeMode timeMode) {
     open();
     if (ttlMillis > 0) {
-      touched = getHandle().getValueState("__touched", Encoders.LONG(), TTLConfig.NONE());
+      touched = StateVars.value(getHandle(), "__touched", Encoders.LONG(), TTLConfig.NONE());
     }
   }
 

@@ -76,10 +76,10 @@ final class OverOp extends TimedOperator {
 
   @Override
   void open() {
-    pending = getHandle().getMapState("pending", Encoders.row(POSITION), Encoders.row(inputSchema), ttl());
-    frame = getHandle().getMapState("frame", Encoders.row(POSITION), Encoders.row(inputSchema), ttl());
-    accumulators = getHandle().getValueState("acc", Encoders.BINARY(), ttl());
-    progress = getHandle().getValueState("progress", Encoders.row(PROGRESS), ttl());
+    pending = StateVars.map(getHandle(), "pending", Encoders.row(POSITION), Encoders.row(inputSchema), ttl());
+    frame = StateVars.map(getHandle(), "frame", Encoders.row(POSITION), Encoders.row(inputSchema), ttl());
+    accumulators = StateVars.value(getHandle(), "acc", Encoders.BINARY(), ttl());
+    progress = StateVars.value(getHandle(), "progress", Encoders.row(PROGRESS), ttl());
     for (int i = 0; i < fns.length; i++) {
       fns[i].open(getHandle(), "agg" + i, ttl());
     }

@@ -67,8 +67,8 @@ final class RankOp extends Operator {
   void open() {
     StructType entry = new StructType().add("n", DataTypes.LongType).add("arrival", DataTypes.LongType)
         .add("sort", sortSchema);
-    rows = getHandle().getMapState("rows", Encoders.row(rowSchema), Encoders.row(entry), ttl());
-    arrivals = getHandle().getValueState("arrivals", Encoders.LONG(), ttl());
+    rows = StateVars.map(getHandle(), "rows", Encoders.row(rowSchema), Encoders.row(entry), ttl());
+    arrivals = StateVars.value(getHandle(), "arrivals", Encoders.LONG(), ttl());
   }
 
   /** A row kept in the partition: its count, arrival number and sort key. */

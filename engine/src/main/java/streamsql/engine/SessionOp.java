@@ -50,8 +50,8 @@ final class SessionOp extends TimedOperator {
 
   @Override
   void open() {
-    rows = getHandle().getMapState("rows", Encoders.row(POSITION), Encoders.row(inputSchema), ttl());
-    arrivals = getHandle().getValueState("arrivals", Encoders.LONG(), ttl());
+    rows = StateVars.map(getHandle(), "rows", Encoders.row(POSITION), Encoders.row(inputSchema), ttl());
+    arrivals = StateVars.value(getHandle(), "arrivals", Encoders.LONG(), ttl());
   }
 
   @Override

@@ -67,13 +67,13 @@ final class TemporalJoinOp extends TimedOperator {
 
   @Override
   void open() {
-    left = getHandle().getMapState("left", Encoders.row(POSITION), Encoders.row(leftSchema), ttl());
+    left = StateVars.map(getHandle(), "left", Encoders.row(POSITION), Encoders.row(leftSchema), ttl());
     StructType version = new StructType().add("__retract", DataTypes.BooleanType, false);
     for (org.apache.spark.sql.types.StructField f : rightSchema.fields()) {
       version = version.add(f);
     }
-    versions = getHandle().getMapState("versions", Encoders.LONG(), Encoders.row(version), ttl());
-    arrivals = getHandle().getValueState("arrivals", Encoders.LONG(), ttl());
+    versions = StateVars.map(getHandle(), "versions", Encoders.LONG(), Encoders.row(version), ttl());
+    arrivals = StateVars.value(getHandle(), "arrivals", Encoders.LONG(), ttl());
   }
 
   @Override

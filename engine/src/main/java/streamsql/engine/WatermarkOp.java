@@ -36,7 +36,7 @@ final class WatermarkOp extends StatefulProcessor<Row, Row, Row> {
 
   @Override
   public void init(OutputMode outputMode, TimeMode timeMode) {
-    largest = getHandle().getValueState("largest", Encoders.LONG(), TTLConfig.NONE());
+    largest = StateVars.value(getHandle(), "largest", Encoders.LONG(), TTLConfig.NONE());
   }
 
   @Override

@@ -48,9 +48,9 @@ final class WindowJoinOp extends TimedOperator {
 
   @Override
   void open() {
-    left = getHandle().getMapState("left", Encoders.LONG(), Encoders.row(leftSchema), ttl());
-    right = getHandle().getMapState("right", Encoders.LONG(), Encoders.row(rightSchema), ttl());
-    arrivals = getHandle().getValueState("arrivals", Encoders.LONG(), ttl());
+    left = StateVars.map(getHandle(), "left", Encoders.LONG(), Encoders.row(leftSchema), ttl());
+    right = StateVars.map(getHandle(), "right", Encoders.LONG(), Encoders.row(rightSchema), ttl());
+    arrivals = StateVars.value(getHandle(), "arrivals", Encoders.LONG(), ttl());
   }
 
   @Override

@@ -57,8 +57,8 @@ final class WindowRankOp extends TimedOperator {
 
   @Override
   void open() {
-    rows = getHandle().getMapState("rows", Encoders.LONG(), Encoders.row(inputSchema), ttl());
-    arrivals = getHandle().getValueState("arrivals", Encoders.LONG(), ttl());
+    rows = StateVars.map(getHandle(), "rows", Encoders.LONG(), Encoders.row(inputSchema), ttl());
+    arrivals = StateVars.value(getHandle(), "arrivals", Encoders.LONG(), ttl());
   }
 
   @Override
