@@ -1,6 +1,6 @@
 package streamsql.engine;
 
-import java.util.HashMap;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -36,10 +36,11 @@ import scala.jdk.javaapi.CollectionConverters;
  * for every key of a task, each result consumed (written to or read from the store)
  * before the next call. The cache is per thread, so tasks running at the same time never
  * share one; a thread runs one task at a time, and within a task each state variable and
- * role (value, map key) has its own, as Spark's own encoders do. The key includes the
- * encoder's schema, so two queries, or two operators of one task, share one only when the
- * values have the same type, and then only one at a time. The resolved value encoder
- * (immutable) is shared by all threads. The caches hold one entry per state variable and
+ * role (value, map key) has its own, as Spark's own encoders do. The encoder itself is
+ * one per role and type (Spark's encoders are values), so two queries, or two operators
+ * of one task, share one only when the values have the same type, and then only one at a
+ * time. The encoders, and each one's value encoder resolved against its own schema, are
+ * immutable and shared by all threads. The caches hold one entry per state variable and
  * type the JVM has run, never freed: a job's queries are fixed, so that stays small.
  */
 public final class StateVars {
@@ -59,34 +60,36 @@ public final class StateVars {
   }
 
   /** {@code encoder}, keeping what it builds per thread under {@code role} (a state
-   *  variable's name and what it encodes there). Public for the tests. */
+   *  variable's name and what it encodes there): one per role and type in the JVM, so that
+   *  a task does not even build the encoder. Public for the tests. */
   @SuppressWarnings("unchecked")
   public static <T> Encoder<T> reused(Encoder<T> encoder, String role) {
-    ExpressionEncoder<T> base = encoder instanceof ExpressionEncoder
-        ? (ExpressionEncoder<T>) encoder
-        : ExpressionEncoder.apply((AgnosticEncoder<T>) encoder);
-    return new Reused<>(base, role + "|" + base.clsTag() + "|" + base.schema().json(), false);
+    return (Encoder<T>) BY_ROLE.computeIfAbsent(List.of(role, encoder), k -> new Reused<>(
+        encoder instanceof ExpressionEncoder
+            ? (ExpressionEncoder<T>) encoder
+            : ExpressionEncoder.apply((AgnosticEncoder<T>) encoder), false));
   }
 
-  private static final ThreadLocal<Map<String, Object>> PER_THREAD = ThreadLocal.withInitial(HashMap::new);
-  private static final Map<String, ExpressionEncoder<?>> RESOLVED = new ConcurrentHashMap<>();
+  /** Spark's encoders are values (equal when they encode the same type the same way). */
+  private static final Map<List<Object>, Reused<?>> BY_ROLE = new ConcurrentHashMap<>();
+  /** Each thread's serializers and deserializers, by the encoder that made them. */
+  private static final ThreadLocal<Map<Object, Object>> SERIALIZERS = ThreadLocal.withInitial(IdentityHashMap::new);
+  private static final ThreadLocal<Map<Object, Object>> DESERIALIZERS = ThreadLocal.withInitial(IdentityHashMap::new);
 
-  /** An encoder whose serializer and deserializer are the thread's, made once per slot. */
+  /** An encoder whose serializer and deserializer are the thread's, made once. */
   static final class Reused<T> extends ExpressionEncoder<T> {
-    private final String slot;
     private final boolean resolved;
+    private volatile Reused<T> resolvedByItsSchema;
 
-    Reused(ExpressionEncoder<T> base, String slot, boolean resolved) {
+    Reused(ExpressionEncoder<T> base, boolean resolved) {
       super(base.encoder(), base.objSerializer(), base.objDeserializer());
-      this.slot = slot;
       this.resolved = resolved;
     }
 
     @Override
     @SuppressWarnings("unchecked")
     public ExpressionEncoder.Serializer<T> createSerializer() {
-      return (ExpressionEncoder.Serializer<T>) PER_THREAD.get()
-          .computeIfAbsent(slot + "/serializer", k -> super.createSerializer());
+      return (ExpressionEncoder.Serializer<T>) SERIALIZERS.get().computeIfAbsent(this, k -> super.createSerializer());
     }
 
     @Override
@@ -95,8 +98,7 @@ public final class StateVars {
       if (!resolved) {
         return super.createDeserializer();
       }
-      return (ExpressionEncoder.Deserializer<T>) PER_THREAD.get()
-          .computeIfAbsent(slot + "/deserializer", k -> super.createDeserializer());
+      return (ExpressionEncoder.Deserializer<T>) DESERIALIZERS.get().computeIfAbsent(this, k -> super.createDeserializer());
     }
 
     /**
@@ -104,13 +106,16 @@ public final class StateVars {
      * bound deserializer every time: done once per JVM. Any other input is resolved anew.
      */
     @Override
-    @SuppressWarnings("unchecked")
     public ExpressionEncoder<T> resolveAndBind(Seq<Attribute> attrs, Analyzer analyzer) {
       if (resolved || !ownSchema(attrs)) {
         return super.resolveAndBind(attrs, analyzer);
       }
-      return (ExpressionEncoder<T>) RESOLVED.computeIfAbsent(
-          slot, k -> new Reused<>(super.resolveAndBind(attrs, analyzer), slot, true));
+      Reused<T> bound = resolvedByItsSchema;
+      if (bound == null) {  // two threads may both resolve; either result is the same
+        bound = new Reused<>(super.resolveAndBind(attrs, analyzer), true);
+        resolvedByItsSchema = bound;
+      }
+      return bound;
     }
 
     private boolean ownSchema(Seq<Attribute> attrs) {
