@@ -181,6 +181,21 @@ def test_summary_tables_from_records():
     assert "refused: OVER \\| not yet" in nex[2] and "| 7 |" in nex[2]
 
 
+def test_latency_rows_per_window_compare_like_with_like():
+    run = {"query": "count", "rate": 1000, "latency_p50_ms": 800, "latency_p99_ms": 1400, "latency_max_ms": 1500,
+           "kept_up": True, "drain_s": 1.0, "measured": 50000, "engine_run": {"load_before": [1.0]}}
+    rows = summary.latency_table([dict(run, engine="job", warmup_s=40, cpu_ms_per_event=1.4),
+                                  dict(run, engine="flink", cpu_ms_per_event=0.2),
+                                  dict(run, engine="job", cpu_ms_per_event=0.5),
+                                  dict(run, engine="flink", warmup_s=150, cpu_ms_per_event=0.16),
+                                  dict(run, engine="job", warmup_s=150, cpu_ms_per_event=0.32)])
+    # The standard window (a record without warmup_s is one) shows its newest run; a settled
+    # window is a row of its own, and each job row is set against Flink's of the same window.
+    assert [r.split("|")[3:5] for r in rows[2:]] == [[" 30 ", " flink "], [" 30 ", " job "],
+                                                     [" 150 ", " flink "], [" 150 ", " job "]]
+    assert "| 0.5 | 2.50 |" in rows[3] and "| 0.32 | 2.00 |" in rows[5]
+
+
 def test_root_cause_of_a_spark_failure():
     text = ("StreamingQueryException: [STREAM_FAILED] Query terminated with exception: [FOREACH_BATCH_USER_FUNCTION_ERROR]"
             " Reason: An exception was raised by the Python Proxy. Return Message: Traceback (most recent call last):\n"
