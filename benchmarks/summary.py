@@ -36,8 +36,9 @@ export SPARK_LOCAL_IP=127.0.0.1
 scripts/flink.sh install && scripts/kafka.sh start --name bench --port 19192
 .venv/bin/python benchmarks/throughput.py --query count --source files --per-table 500000 --pairs 3
 .venv/bin/python benchmarks/throughput.py --query join --source kafka --per-table 5000000 --pairs 3
-.venv/bin/python benchmarks/throughput.py --query join --source files --per-table 500000 --check
+.venv/bin/python benchmarks/throughput.py --query join --source files --per-table 20000 --check
 .venv/bin/python benchmarks/latency_engines.py --query count --rate 1000 --seconds 60
+.venv/bin/python benchmarks/latency_engines.py --query join --rate 1000 --warmup 150   # the settled window
 scripts/nexmark.sh install && scripts/nexmark.sh queries --from DIR
 .venv/bin/python benchmarks/state_scale.py --keys 2000000 --batches 20
 .venv/bin/python benchmarks/nexmark.py run --events 1000000
