@@ -160,12 +160,13 @@ cmd_start() {
 
   write_config
   if [[ ! -f "$DIR/data/meta.properties" ]]; then
-    # Kafka cluster ids are 16 random bytes in URL-safe base64 without padding.
+    # Kafka cluster ids are 16 random bytes in URL-safe base64 without padding. One may start
+    # with "-", which the storage tool's argument parser takes for an option: hence --cluster-id=.
     local cluster_id
     cluster_id="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')"
     log "formatting $DIR/data (cluster id $cluster_id)"
     "$JAVA" -Xmx256m -cp "$CP" -Dlog4j2.configurationFile="$DIR/log4j2.properties" \
-      kafka.tools.StorageTool format --cluster-id "$cluster_id" --config "$PROPS" \
+      kafka.tools.StorageTool format --cluster-id="$cluster_id" --config "$PROPS" \
       >"$LOGDIR/format.log" 2>&1 || { cat "$LOGDIR/format.log" >&2; die "storage format failed"; }
   fi
 
