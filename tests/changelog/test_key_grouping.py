@@ -122,6 +122,11 @@ def test_reducing_rows_before_the_shuffle_gives_the_same_changes(spark, tables, 
 
 
 def _executed_plan(spark, statements, query, tmp_path) -> str:
+    return _executed(spark, statements, query, tmp_path).toString()
+
+
+def _executed(spark, statements, query, tmp_path):
+    """The executed physical plan (a JVM object) of ``query`` run once to its end."""
     from job.errors import Origin
     from job.pipeline.load import load_statements
     from job.plan.program import declare
@@ -135,7 +140,44 @@ def _executed_plan(spark, statements, query, tmp_path) -> str:
     written = (df.writeStream.format("noop").option("checkpointLocation", str(tmp_path / "ck" / "plan"))
                .trigger(availableNow=True).start())
     written.awaitTermination(120)
-    return written._jsq.streamingQuery().lastExecution().executedPlan().toString()
+    return written._jsq.streamingQuery().lastExecution().executedPlan()
+
+
+def _nodes(plan) -> list:
+    out, todo = [], [plan]
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        children = node.children().iterator()
+        while children.hasNext():
+            todo.append(children.next())
+    return out
+
+
+def test_a_stateful_operators_tasks_carry_no_plan_below_its_grouping(spark, upsert_tables, tmp_path):
+    """Spark ships a stateful operator's whole node to each of its tasks. The grouping node
+    under it leaves its child out, so a task does not carry (and deserialize) the shuffle,
+    the reductions, the other operators and the source below; what an executor reads of the
+    grouping node, its columns, survives the trip."""
+    jvm = spark._jvm
+    serializer = jvm.org.apache.spark.serializer.JavaSerializer(spark.sparkContext._jsc.sc().conf()).newInstance()
+    any_type = jvm.scala.reflect.ClassTag.Any()
+    loader = jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader()
+    nodes = _nodes(_executed(spark, upsert_tables, QUERIES["group by"], tmp_path))
+    operators = [n for n in nodes if n.nodeName() == "TransformWithState"]
+    assert len(operators) == 2  # the upsert table's normalization and the aggregation
+    for operator in operators:
+        shipped = serializer.serialize(operator, any_type)
+        data = bytes(jvm.java.util.Arrays.copyOf(shipped.array(), shipped.limit()))
+        assert b"GroupByKeyHash" in data or b"KeyGroupExec" in data
+        for below in ("ShuffleExchangeExec", "ReduceExec", "FileSourceScanExec"):
+            assert below.encode() not in data, below
+        grouping = operator.children().head()
+        assert grouping.nodeName() == "GroupByKeyHash"
+        copy = serializer.deserialize(serializer.serialize(grouping, any_type), loader, any_type)
+        assert copy.output().toString() == grouping.output().toString()
+        assert copy.children().isEmpty()
+        assert "GroupByKeyHash" in copy.toString()
 
 
 def test_the_plan_groups_by_hash_instead_of_sorting(spark, tables, tmp_path):

@@ -44,7 +44,9 @@ abstract class UnaryPlan extends SparkPlan {
 
   @Override
   public Seq<SparkPlan> children() {
-    return scala.jdk.javaapi.CollectionConverters.asScala(List.of(child)).toList();
+    // None in a copy deserialized on an executor, so that printing it there still works.
+    List<SparkPlan> children = child == null ? List.of() : List.of(child);
+    return scala.jdk.javaapi.CollectionConverters.asScala(children).toList();
   }
 
   /** The child's partitions, each through {@code each}. */
