@@ -169,7 +169,7 @@ def test_a_stateful_operators_tasks_carry_no_plan_below_its_grouping(spark, upse
     for operator in operators:
         shipped = serializer.serialize(operator, any_type)
         data = bytes(jvm.java.util.Arrays.copyOf(shipped.array(), shipped.limit()))
-        assert b"GroupByKeyHash" in data or b"KeyGroupExec" in data
+        assert b"streamsql.engine.grouping.KeyGroupExec" in data
         for below in ("ShuffleExchangeExec", "ReduceExec", "FileSourceScanExec"):
             assert below.encode() not in data, below
         grouping = operator.children().head()

@@ -16,9 +16,9 @@ import scala.runtime.AbstractFunction1;
  *
  * <p>The child is not serialized. Spark's transformWithState keeps its whole node in the
  * closure of its tasks, children included, so every task of a stateful operator was sent,
- * and deserialized, the plan of everything below it: for the seed count over Kafka, the
- * aggregation's tasks carried the upsert normalization, the source and the decoding, about
- * 73 of the node's 93 KB. What a node's task reads of it on an executor is its columns (the
+ * and deserialized, the plan of everything below it: the sources, the decoders and the
+ * operators before it (for the seed count over files, 73 of the operator node's 93 KB
+ * serialized). What a node's task reads of it on an executor is its columns (the
  * operator above asks for them to group its input), kept here in a field of their own; the
  * node's own work is in the function each partition is given ({@link #eachPartition}), which
  * holds what it needs.
