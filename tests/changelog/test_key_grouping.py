@@ -178,6 +178,10 @@ def test_a_stateful_operators_tasks_carry_no_plan_below_its_grouping(spark, upse
         assert copy.output().toString() == grouping.output().toString()
         assert copy.children().isEmpty()
         assert "GroupByKeyHash" in copy.toString()
+        # A copy without its child still compares and hashes (Spark's tree code may ask).
+        assert copy.equals(serializer.deserialize(serializer.serialize(grouping, any_type), loader, any_type))
+        assert not copy.equals(grouping)
+        copy.hashCode()
 
 
 def test_the_plan_groups_by_hash_instead_of_sorting(spark, tables, tmp_path):

@@ -108,12 +108,12 @@ public final class KeyGroupExec extends UnaryPlan {
   @Override
   public boolean equals(Object that) {
     return that instanceof KeyGroupExec && ((KeyGroupExec) that).order.equals(order)
-        && ((KeyGroupExec) that).child.equals(child) && ((KeyGroupExec) that).hashBits == hashBits;
+        && java.util.Objects.equals(((KeyGroupExec) that).child, child) && ((KeyGroupExec) that).hashBits == hashBits;
   }
 
   @Override
   public int hashCode() {
-    return 31 * order.hashCode() + child.hashCode();
+    return 31 * order.hashCode() + java.util.Objects.hashCode(child);
   }
 
   /** Per partition: sort by the keys' hash, then regroup runs of equal hash. */

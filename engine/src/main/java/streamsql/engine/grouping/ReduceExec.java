@@ -74,11 +74,11 @@ public final class ReduceExec extends UnaryPlan {
   @Override
   public boolean equals(Object that) {
     return that instanceof ReduceExec && ((ReduceExec) that).reduction.toString().equals(reduction.toString())
-        && ((ReduceExec) that).child.equals(child);
+        && java.util.Objects.equals(((ReduceExec) that).child, child);
   }
 
   @Override
   public int hashCode() {
-    return 31 * reduction.toString().hashCode() + child.hashCode();
+    return 31 * reduction.toString().hashCode() + java.util.Objects.hashCode(child);
   }
 }

@@ -44,7 +44,8 @@ abstract class UnaryPlan extends SparkPlan {
 
   @Override
   public Seq<SparkPlan> children() {
-    // None in a copy deserialized on an executor, so that printing it there still works.
+    // None in a copy deserialized on an executor, so that printing it there still works
+    // (and the subclasses' equals and hashCode take a missing child as null).
     List<SparkPlan> children = child == null ? List.of() : List.of(child);
     return scala.jdk.javaapi.CollectionConverters.asScala(children).toList();
   }
