@@ -50,6 +50,8 @@ def parse_call(planner, call: exp.Expression) -> AggCall:
     if isinstance(call, exp.Filter):
         condition, call = call.expression.this, call.this
     function = lookup(call.name)
+    if not function.supported:  # by name first: its arguments are no reason to refuse it
+        raise planner.error(call, function.refusal)
     args = list(call.expressions)
     distinct = False
     ignore_nulls = False

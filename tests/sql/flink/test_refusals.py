@@ -37,6 +37,37 @@ def test_every_refused_function_is_refused_by_name(name):
     assert where(error) == (1, 10), error.render()
 
 
+@pytest.mark.parametrize("arguments", ["", "a, 0.5", "a, s, 3"])
+def test_a_refused_scalar_is_refused_by_name_whatever_its_arguments(arguments):
+    for name in refused_scalars():
+        error = refusal(f"{name}({arguments})")
+        assert f"Flink function {name} is not supported yet" in error.message, error.render()
+
+
+def refused_aggregates():
+    functions._load()
+    return sorted({fn.name for fn in functions.REGISTRY.values()
+                   if not fn.supported and fn.kind == functions.AGGREGATE})
+
+
+def test_a_refused_aggregate_is_refused_by_name_before_its_arguments_are_counted(spark):
+    """PERCENTILE(amount, 0.5) is Flink's own call: the refusal names PERCENTILE, it does
+    not complain about the argument count (Flink's PERCENTILE takes two)."""
+    from tests.support.runs import run_inline
+
+    assert "PERCENTILE" in refused_aggregates()
+    for name in refused_aggregates():
+        for arguments in ("amount, 0.5", "amount"):
+            r = run_inline(statements=[
+                "CREATE TABLE src (k INT, amount DOUBLE) WITH ('connector' = 'datagen', 'number-of-rows' = '3')",
+                "CREATE TABLE out1 (k INT, p DOUBLE) WITH ('connector' = 'print')",
+                f"INSERT INTO out1 SELECT k, {name}({arguments}) FROM src GROUP BY k"], dry_run=True)
+            assert r.code == 2, r.err
+            assert f"Flink function {name} is not supported yet" in r.error_line, r.error_line
+            assert "argument" not in r.error_line, r.error_line
+            assert r.error_line.startswith("error (exit 2, invalid pipeline): arg 3:1:28:"), r.error_line
+
+
 def test_the_refusal_points_at_the_call_on_its_line():
     error = refusal("a +\n    COLLECT(a)")
     assert "Flink function COLLECT is not supported yet" in error.message
