@@ -10,7 +10,8 @@ from job.api import DEFAULT_STOP_TIMEOUT_S, RunOptions
 
 USAGE = """spark-submit job/main.py [STATEMENT ...] [--file F.sql]... [--pipeline P.yaml] [--var k=v]...
                             [--once] [--dry-run] [--explain] [--checkpoint-dir DIR] [--verbose]
-                            [--metrics-port N] [--metrics-file F.jsonl] [--stop-timeout SECONDS]"""
+                            [--metrics-port N] [--metrics-host ADDRESS] [--metrics-file F.jsonl]
+                            [--stop-timeout SECONDS]"""
 EPILOG = """exit codes:
   0  ok (also after a graceful stop by SIGTERM/SIGINT)
   1  any other failure
@@ -34,7 +35,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--master", help="Spark master when not run by spark-submit (e.g. local[2], spark://host:7077)")
     p.add_argument("-v", "--verbose", action="store_true", help="show Spark's own INFO logs")
     p.add_argument("--metrics-port", type=int, metavar="N",
-                   help="serve Prometheus metrics on http://127.0.0.1:N/metrics while the job runs")
+                   help="serve Prometheus metrics on http://ADDRESS:N/metrics while the job runs")
+    p.add_argument("--metrics-host", default="127.0.0.1", metavar="ADDRESS",
+                   help="the address --metrics-port binds (default 127.0.0.1, this host only; 0.0.0.0 for every "
+                        "interface)")
     p.add_argument("--metrics-file", metavar="F",
                    help="append one JSON line per micro-batch (and a summary per query at the end) to F")
     p.add_argument("--stop-timeout", type=float, default=DEFAULT_STOP_TIMEOUT_S, metavar="SECONDS",
@@ -78,4 +82,4 @@ def parse_args(argv: Sequence[str]) -> RunOptions:
     return RunOptions(statements=statements, files=files, pipeline=pipeline, variables=variables,
                       once=args.once, dry_run=args.dry_run, explain=args.explain, checkpoint_dir=args.checkpoint_dir,
                       verbose=args.verbose, master=args.master, metrics_port=args.metrics_port,
-                      metrics_file=args.metrics_file, stop_timeout=args.stop_timeout)
+                      metrics_host=args.metrics_host, metrics_file=args.metrics_file, stop_timeout=args.stop_timeout)

@@ -300,7 +300,8 @@ class MetricsFile:
 
 
 class PrometheusExporter:
-    """``--metrics-port``: Prometheus text format on http://127.0.0.1:PORT/metrics.
+    """``--metrics-port``: Prometheus text format on http://HOST:PORT/metrics (``--metrics-host``,
+    127.0.0.1 unless told: a scrape from another machine is the user's choice).
 
     Counters (``*_total``) add up over the run; gauges show the latest batch. Every
     series carries the query name as the ``query`` label.

@@ -46,6 +46,7 @@ class RunOptions:
     verbose: bool = False
     master: Optional[str] = None
     metrics_port: Optional[int] = None
+    metrics_host: str = "127.0.0.1"  # the address --metrics-port binds: this host only unless told
     metrics_file: Optional[str] = None
     stop_timeout: float = DEFAULT_STOP_TIMEOUT_S
     # Library callers: set this event to stop the run gracefully, as SIGTERM does.
@@ -261,10 +262,12 @@ def open_exporters(options: RunOptions) -> list:
         exporters.append(MetricsFile(options.metrics_file))
     if options.metrics_port is not None:
         try:
-            exporters.append(PrometheusExporter(options.metrics_port))
+            exporters.append(PrometheusExporter(options.metrics_port, options.metrics_host))
         except OSError as exc:
             for e in exporters:
                 e.close()
-            raise PipelineError(f"cannot serve metrics on 127.0.0.1:{options.metrics_port}: {exc.strerror or exc}",
-                                hint="choose a free port with --metrics-port", exit_code=EXIT_OTHER) from None
+            raise PipelineError(f"cannot serve metrics on {options.metrics_host}:{options.metrics_port}: "
+                                f"{exc.strerror or exc}",
+                                hint="choose a free port with --metrics-port, or an address of this host with "
+                                     "--metrics-host", exit_code=EXIT_OTHER) from None
     return exporters

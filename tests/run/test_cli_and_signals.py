@@ -15,6 +15,8 @@ def test_production_options():
                     "--stop-timeout", "30"])
     assert (o.once, o.metrics_port, o.metrics_file, o.stop_timeout) == (True, 9108, "m.jsonl", 30.0)
     assert parse_args(["x"]).metrics_port is None and parse_args(["x"]).stop_timeout == 120.0
+    assert parse_args(["x"]).metrics_host == "127.0.0.1"  # this host only, unless told
+    assert parse_args(["x", "--metrics-port", "9108", "--metrics-host", "0.0.0.0"]).metrics_host == "0.0.0.0"
 
 
 def test_help_documents_exit_codes():

@@ -5,6 +5,8 @@ import json
 import socket
 import urllib.request
 
+import pytest
+
 from job.run.metrics import MetricsFile, OutputCounts, PrometheusExporter, QueryTotals, figures
 from job.run.progress import ProgressReporter, format_figures
 
@@ -102,6 +104,32 @@ def test_prometheus_exporter_serves_the_figures():
     assert 'streamsql_state_disk_bytes{query="p-1-sink"} 4096.0' in text
     assert 'streamsql_batch_id{query="p-1-sink"} 7.0' in text
     assert "streamsql_up 1.0" in text
+
+
+def test_prometheus_exporter_binds_the_address_it_is_given():
+    """--metrics-host: the endpoint answers on that address and on no other (127.0.0.2
+    is this host's too, on Linux's loopback, but not the default's address)."""
+    port = _free_port()
+    exporter = PrometheusExporter(port, "127.0.0.2")
+    try:
+        text = urllib.request.urlopen(f"http://127.0.0.2:{port}/metrics", timeout=5).read().decode()
+        assert "streamsql_up 1.0" in text
+        with pytest.raises(OSError):
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5)
+    finally:
+        exporter.close()
+
+
+def test_metrics_host_reaches_the_exporter(spark):
+    from tests.support.runs import run_inline
+
+    port = _free_port()
+    r = run_inline(statements=[
+        "CREATE TABLE src (a INT) WITH ('connector' = 'datagen', 'number-of-rows' = '3')",
+        "CREATE TABLE out1 (a INT) WITH ('connector' = 'blackhole')",
+        "INSERT INTO out1 SELECT a FROM src"], once=True, metrics_port=port, metrics_host="192.0.2.1")
+    assert r.code == 1, r.err
+    assert r.error_line.startswith(f"error (exit 1, failed): cannot serve metrics on 192.0.2.1:{port}: "), r.error_line
 
 
 def test_totals():
