@@ -5,14 +5,16 @@
 #   --properties-file conf/spark-defaults.conf
 #   log4j2            conf/log4j2.properties for the driver (absolute path)
 #
-#   ./spark-submit.sh [spark-submit options] [--] [job arguments]
+#   ./spark-submit.sh [spark-submit options] [--] [job arguments] [spark-submit options]
 #
-# spark-submit options go first. With `--`, everything before it goes to spark-submit and
-# everything after it to the job. Without `--`, leading common options (--master, --conf,
+# spark-submit's options go to spark-submit, the rest to the job (`--help` lists the job's).
+# Without `--`, spark-submit's options are recognised by name (--master, --name, --conf,
 # --driver-memory, --executor-memory, --packages, --jars, --py-files, ... with their values)
-# go to spark-submit and the rest, from the first other argument on, to the job:
+# wherever they are, before the job's arguments or after them: the job takes none of them,
+# and under plain spark-submit one given after the job's file would reach the job, not
+# spark-submit. With `--`, every option before it is spark-submit's, known or not:
 #   ./spark-submit.sh --master spark://127.0.0.1:7077 --conf spark.ui.enabled=true -- pipeline.sql
-#   ./spark-submit.sh --driver-memory 2g pipeline.sql
+#   ./spark-submit.sh --driver-memory 2g pipeline.sql --name nightly --master local[4]
 # Your --jars/--py-files are added to ours; your --properties-file replaces ours.
 #
 # spark-submit is $SPARK_HOME/bin/spark-submit, else the one on PATH, else .venv/bin's.
@@ -43,9 +45,10 @@ fi
 export SPARK_LOCAL_IP="${SPARK_LOCAL_IP:-127.0.0.1}"
 
 # --- split the arguments ----------------------------------------------------------------
-# spark-submit options that take a value and are recognised without `--`. --name and
-# --class are deliberately absent (a job could well have a --name flag); use `--` for them.
-value_opts=(--master --deploy-mode --conf -c --driver-memory --driver-cores --driver-java-options
+# spark-submit options that take a value and are recognised without `--`; the job has none
+# of them (its own --master, for runs without spark-submit, means the same). --class is not
+# one (a Python job has no main class); before `--` it still goes to spark-submit.
+value_opts=(--master --name --deploy-mode --conf -c --driver-memory --driver-cores --driver-java-options
   --driver-class-path --driver-library-path --executor-memory --executor-cores --num-executors
   --total-executor-cores --packages --repositories --exclude-packages --jars --py-files --files
   --archives --properties-file --queue --proxy-user --principal --keytab)
@@ -56,7 +59,7 @@ FLAG_OPTS=" --supervise "
 # With a `--` somewhere, every option before it is spark-submit's, known or not.
 have_dashdash=0
 for a in "$@"; do [[ "$a" == "--" ]] && { have_dashdash=1; break; }; done
-is_spark_value_opt() { [[ "$VALUE_OPTS" == *" $1 "* ]] || { [[ $have_dashdash == 1 ]] && [[ " --name --class " == *" $1 "* ]]; }; }
+is_spark_value_opt() { [[ "$VALUE_OPTS" == *" $1 "* ]] || { [[ $have_dashdash == 1 ]] && [[ "$1" == --class ]]; }; }
 is_spark_flag() { [[ "$FLAG_OPTS" == *" $1 "* ]] || { [[ $have_dashdash == 1 ]] && [[ "$1" == -* ]]; }; }
 
 SPARK_ARGS=() JOB_ARGS=() USER_JARS="" USER_PYFILES="" PROPS="$ROOT/conf/spark-defaults.conf"
@@ -82,6 +85,22 @@ while [[ $# -gt 0 ]]; do
   if is_spark_flag "$a"; then SPARK_ARGS+=("$a"); shift; continue; fi
   # The first job argument: it and everything after it (even a later `--`) go to the job.
   JOB_ARGS=("$@"); break
+done
+# spark-submit's known options among the job's arguments are spark-submit's as well: the
+# job could not use them (the driver's master and name are fixed before the job starts).
+rest=("${JOB_ARGS[@]}") JOB_ARGS=() i=0
+while ((i < ${#rest[@]})); do
+  a="${rest[i]}"
+  if [[ "$a" == --*=* && "$VALUE_OPTS" == *" ${a%%=*} "* ]]; then
+    add_opt "${a%%=*}" "${a#*=}"; i=$((i + 1))
+  elif [[ "$VALUE_OPTS" == *" $a "* ]]; then
+    ((i + 1 < ${#rest[@]})) || die "$a needs a value"
+    add_opt "$a" "${rest[i + 1]}"; i=$((i + 2))
+  elif [[ "$FLAG_OPTS" == *" $a "* ]]; then
+    SPARK_ARGS+=("$a"); i=$((i + 1))
+  else
+    JOB_ARGS+=("$a"); i=$((i + 1))
+  fi
 done
 
 MAIN="$ROOT/job/main.py"

@@ -2,28 +2,66 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 from job.errors import PipelineError
 from job.api import DEFAULT_STOP_TIMEOUT_S, RunOptions
 
-USAGE = """spark-submit job/main.py [STATEMENT ...] [--file F.sql]... [--pipeline P.yaml] [--var k=v]...
-                            [--once] [--dry-run] [--explain] [--checkpoint-dir DIR] [--verbose]
-                            [--metrics-port N] [--metrics-host ADDRESS] [--metrics-file F.jsonl]
-                            [--stop-timeout SECONDS]"""
+JOB_ARGS = """[STATEMENT ...] [--file F.sql]... [--pipeline P.yaml] [--var KEY=VALUE]...
+         [--once] [--dry-run] [--explain] [--checkpoint-dir DIR] [--verbose] [--metrics-port N]
+         [--metrics-host ADDRESS] [--metrics-file F.jsonl] [--stop-timeout SECONDS]"""
+USAGE = f"""./spark-submit.sh [spark-submit options] [--] JOB ARGUMENTS
+       .venv/bin/streamsql [--master URL] JOB ARGUMENTS
+       spark-submit [spark-submit options] job/main.py JOB ARGUMENTS
+
+JOB ARGUMENTS: {JOB_ARGS}"""
+DESCRIPTION = """Run Flink SQL pipelines on Spark Structured Streaming.
+
+spark-submit's own options (--master, --name, --conf, --driver-memory, --packages, ...) go to
+spark-submit. ./spark-submit.sh takes them before the job's arguments, or after them, and
+passes them on; with `--`, every option before it is spark-submit's. Under plain spark-submit
+they go before job/main.py: spark-submit hands everything after it to the job."""
 EPILOG = """exit codes:
   0  ok (also after a graceful stop by SIGTERM/SIGINT)
   1  any other failure
-  2  invalid pipeline (SQL, template, options, plan)
+  2  invalid pipeline (SQL, template, options, plan) or command line
   3  a source or sink cannot be reached
   4  a bad record under 'on-error' = 'fail' (its position and a preview are shown)"""
 
+# spark-submit's options that the job does not take: given to the job, they were meant
+# for spark-submit (the job's --master is its own, for runs without spark-submit).
+SPARK_SUBMIT_OPTIONS = frozenset(
+    "--name --class --deploy-mode --conf -c --driver-memory --driver-cores --driver-java-options "
+    "--driver-class-path --driver-library-path --executor-memory --executor-cores --num-executors "
+    "--total-executor-cores --packages --repositories --exclude-packages --jars --py-files --files --archives "
+    "--properties-file --queue --proxy-user --principal --keytab --supervise".split())
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse whose errors are the job's own: one line, exit code 2, and a did-you-mean."""
+
+    def error(self, message: str) -> NoReturn:
+        raise PipelineError(f"{message} (command line)", hint="see --help for the job's options")
+
+
+def unknown_option(arg: str, known: Sequence[str]) -> PipelineError:
+    name = arg.split("=", 1)[0]
+    if name in SPARK_SUBMIT_OPTIONS:
+        return PipelineError(
+            f"{name} is an option of spark-submit, not of the job, and spark-submit did not see it: it came after "
+            "the job's file (job/main.py)",
+            hint=f"put spark-submit's options before the job's file (spark-submit {name} … job/main.py …), or use "
+                 "./spark-submit.sh, which passes them on wherever they are")
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    return PipelineError(f"unknown option '{name}' on the command line" + (f". Did you mean '{close[0]}'?" if close else ""),
+                         hint="see --help for the job's options")
+
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="streamsql", usage=USAGE, epilog=EPILOG,
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                description="Run Flink-style streaming SQL pipelines on Spark Structured Streaming.")
+    p = ArgumentParser(prog="streamsql", usage=USAGE, epilog=EPILOG, description=DESCRIPTION,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("statements", nargs="*", help="SQL statements; each argument may hold several, separated by ';'")
     p.add_argument("-f", "--file", action="append", default=[], dest="files", help="a .sql file (repeatable)")
     p.add_argument("-p", "--pipeline", help="a YAML pipeline file")
@@ -32,7 +70,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="validate and print the plan; read no data")
     p.add_argument("--explain", action="store_true", help="print the plan, then run")
     p.add_argument("--checkpoint-dir", help="where queries keep their checkpoints (default .checkpoints/<pipeline>)")
-    p.add_argument("--master", help="Spark master when not run by spark-submit (e.g. local[2], spark://host:7077)")
+    p.add_argument("--master", help="Spark master of a run without spark-submit (e.g. local[2], spark://host:7077); "
+                                    "under spark-submit, spark-submit's own --master")
     p.add_argument("-v", "--verbose", action="store_true", help="show Spark's own INFO logs")
     p.add_argument("--metrics-port", type=int, metavar="N",
                    help="serve Prometheus metrics on http://ADDRESS:N/metrics while the job runs")
@@ -45,6 +84,11 @@ def parser() -> argparse.ArgumentParser:
                    help="on SIGTERM/SIGINT, how long to wait for the running micro-batch before stopping anyway "
                         f"(default {DEFAULT_STOP_TIMEOUT_S:g}); a second signal stops at once")
     return p
+
+
+def under_spark_submit() -> bool:
+    """spark-submit starts the driver JVM first and gives this process its port."""
+    return bool(os.environ.get("PYSPARK_GATEWAY_PORT"))
 
 
 PATH_SUFFIXES = {".sql": "sql", ".yaml": "yaml", ".yml": "yaml"}
@@ -71,7 +115,16 @@ def sort_positionals(statements: list[str], files: list[str], pipeline):
 
 
 def parse_args(argv: Sequence[str]) -> RunOptions:
-    args = parser().parse_args(list(argv))
+    p = parser()
+    args, unknown = p.parse_known_args(list(argv))
+    if unknown:
+        raise unknown_option(unknown[0], [o for a in p._actions for o in a.option_strings if o.startswith("--")])
+    if args.master is not None and under_spark_submit():
+        raise PipelineError(
+            f"--master {args.master} came after the job's file, where spark-submit does not see it; this run would "
+            "use the master spark-submit was given",
+            hint="put --master before the job's file (spark-submit --master URL … job/main.py …), or use "
+                 "./spark-submit.sh, which passes it on wherever it is")
     variables = {}
     for item in args.var:
         key, sep, value = item.partition("=")

@@ -20,9 +20,11 @@ def main(argv=None) -> int:
 
     try:
         options = parse_args(sys.argv[1:] if argv is None else argv)
-    except PipelineError as exc:
-        print(f"error: {exc.render()}", file=sys.stderr)
-        return exc.exit_code
+    except PipelineError as exc:  # a bad command line ends as a failed run does: one error line
+        from job.run.failures import report_failure
+        from job.run.jvm_output import jvm_stderr, under_spark_submit
+
+        return report_failure(exc.exit_code, exc.render(), (under_spark_submit() and jvm_stderr()) or sys.stderr)
     return run(options)
 
 

@@ -169,6 +169,15 @@ def use_engine_local_files(spark) -> None:
             hadoop_conf.set(key, class_name)
 
 
+def submitted_app_name() -> str | None:
+    """spark-submit's --name (spark.app.name), or None when it was not given: spark-submit
+    then names the application after the job's file."""
+    from pyspark import SparkConf
+
+    name = SparkConf().get("spark.app.name", None)
+    return name if name and name != "main.py" else None
+
+
 def build_session(app_name: str, conf: Mapping[str, str], *, verbose: bool = False, master: str | None = None):
     """Get or create the session; ``conf`` (YAML conf + SET statements) wins over defaults."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -179,8 +188,11 @@ def build_session(app_name: str, conf: Mapping[str, str], *, verbose: bool = Fal
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
-    builder = SparkSession.builder.appName(app_name)
     under_submit = "spark.app.id" in os.environ.get("SPARK_SUBMIT_OPTS", "") or os.environ.get("SPARK_ENV_LOADED")
+    # The pipeline's name names the application, unless spark-submit was given --name.
+    builder = SparkSession.builder
+    if not (under_submit and submitted_app_name()):
+        builder = builder.appName(app_name)
     if active is None and not under_submit:
         settings = {**read_defaults(), **REQUIRED}
         jars = project_jars()

@@ -214,3 +214,125 @@ def test_positional_sql_and_yaml_paths_are_read_as_files():
     assert opts.files == ["examples/user_count_by_account/pipeline.sql"]
     assert opts.pipeline == "p.yaml"
     assert opts.statements == ["SET 'a' = 'b'"]
+
+
+# --------------------------------------------------------------------------- the command line itself
+
+def test_a_misspelt_option_is_refused_with_a_did_you_mean(tmp_path):
+    done = job("--pipline", "p.yaml", "--once", cwd=tmp_path)
+    msg = error_of(done)
+    assert msg == ("error (exit 2, invalid pipeline): unknown option '--pipline' on the command line. "
+                   "Did you mean '--pipeline'? Hint: see --help for the job's options"), msg
+    msg = error_of(job("--dry-rum", "--file", "p.sql", cwd=tmp_path))
+    assert "unknown option '--dry-rum' on the command line. Did you mean '--dry-run'?" in msg
+    msg = error_of(job("--metrics-port=many", "--file", "p.sql", cwd=tmp_path))
+    assert msg.startswith("error (exit 2, invalid pipeline): argument --metrics-port: invalid int value: 'many'"), msg
+
+
+def test_a_spark_submit_option_after_the_job_s_file_is_named_as_spark_submit_s(tmp_path):
+    msg = error_of(job("--pipeline", "p.yaml", "--name", "nightly", cwd=tmp_path))
+    assert "--name is an option of spark-submit, not of the job, and spark-submit did not see it" in msg
+    assert "put spark-submit's options before the job's file" in msg
+
+
+def test_help_shows_how_spark_submit_options_pass_through(tmp_path):
+    done = job("--help", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "usage: ./spark-submit.sh [spark-submit options] [--] JOB ARGUMENTS" in done.stdout
+    assert "spark-submit [spark-submit options] job/main.py JOB ARGUMENTS" in done.stdout
+    assert "spark-submit's own options (--master, --name, --conf" in done.stdout
+    assert "--metrics-host ADDRESS" in done.stdout
+    assert "spark-submit job/main.py [STATEMENT" not in done.stdout
+
+
+@pytest.mark.slow
+def test_master_after_the_job_s_file_under_plain_spark_submit_is_refused(tmp_path):
+    """spark-submit hands everything after the job's file to the job; a --master there
+    cannot change the master the driver already runs on, so it is refused, not ignored."""
+    write(tmp_path, "p.sql", f"{DATAGEN}\n{PRINT}\n{INSERT}\n")
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
+           "PYSPARK_DRIVER_PYTHON": sys.executable}
+    env.pop("PYSPARK_GATEWAY_PORT", None)
+    done = subprocess.run([str(Path(sys.executable).parent / "spark-submit"), "--master", "local[1]",
+                           str(ROOT / "job" / "main.py"), "p.sql", "--dry-run", "--master", "local[2]"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error")]
+    assert errors == [
+        "error (exit 2, invalid pipeline): --master local[2] came after the job's file, where spark-submit does "
+        "not see it; this run would use the master spark-submit was given Hint: put --master before the job's "
+        "file (spark-submit --master URL … job/main.py …), or use ./spark-submit.sh, which passes it on wherever "
+        "it is"], done.stderr[-2000:]
+    assert "query " not in done.stdout  # nothing was planned
+
+
+# --------------------------------------------------------------------------- ./spark-submit.sh's split
+
+def submitted(tmp_path: Path, *args: str) -> tuple[list[str], list[str]]:
+    """What ./spark-submit.sh hands spark-submit: (spark-submit's options, the job's
+    arguments), read from a stand-in spark-submit that prints the arguments it was given."""
+    fake = tmp_path / "spark-home" / "bin" / "spark-submit"
+    fake.parent.mkdir(parents=True)
+    fake.write_text('#!/bin/sh\nfor a in "$@"; do printf "%s\\n" "$a"; done\n')
+    fake.chmod(0o755)
+    env = {**os.environ, "SPARK_HOME": str(fake.parent.parent), "SPARK_LOCAL_IP": "127.0.0.1"}
+    done = subprocess.run([str(ROOT / "spark-submit.sh"), *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    given = done.stdout.splitlines()
+    main = given.index(str(ROOT / "job" / "main.py"))
+    ours = {"--properties-file", "--jars", "--py-files"}
+    spark, i = [], 0
+    while i < main:  # drop the wrapper's own options
+        if given[i] in ours or (given[i] == "--conf" and given[i + 1].startswith("spark.driver.defaultJavaOptions=")):
+            i += 2
+            continue
+        spark.append(given[i])
+        i += 1
+    return spark, given[main + 1:]
+
+
+@pytest.mark.slow
+def test_spark_submit_sh_passes_on_spark_submit_s_options_wherever_they_are(tmp_path):
+    # --name without `--` (it used to reach the job), and --master and --conf after the
+    # job's arguments (they used to be handed to the job, which ignored --master).
+    spark, job_args = submitted(tmp_path, "--name", "nightly", "--pipeline", "p.yaml", "--once",
+                                "--master", "spark://127.0.0.1:7077", "--conf=spark.ui.enabled=true", "--var", "a=b")
+    assert spark == ["--name", "nightly", "--master", "spark://127.0.0.1:7077", "--conf", "spark.ui.enabled=true"]
+    assert job_args == ["--pipeline", "p.yaml", "--once", "--var", "a=b"]
+    # With `--`: what comes before is spark-submit's, known or not; after it, the job's,
+    # except spark-submit's known options.
+    spark, job_args = submitted(tmp_path / "2", "--class", "x", "--name", "n", "--", "SET 'a' = 'b'", "--master",
+                                "local[1]", "--verbose")
+    assert spark == ["--class", "x", "--name", "n", "--master", "local[1]"]
+    assert job_args == ["SET 'a' = 'b'", "--verbose"]
+
+
+@pytest.mark.slow
+def test_spark_submit_sh_name_names_the_application(tmp_path):
+    """--name before the job's arguments or after them names the Spark application
+    (Spark's event log says so); without it, the pipeline's name does."""
+    write(tmp_path, "p.sql", f"{DATAGEN}\n{PRINT}\n{INSERT}\n")
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+    env.pop("PYSPARK_GATEWAY_PORT", None)
+
+    def app_name(*args: str) -> str:
+        logs = tmp_path / f"events-{len(list(tmp_path.glob('events-*')))}"
+        logs.mkdir()
+        done = subprocess.run([str(ROOT / "spark-submit.sh"), "--conf", "spark.eventLog.enabled=true", "--conf",
+                               "spark.eventLog.compress=false", "--conf", f"spark.eventLog.dir=file:{logs}", *args], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        import json
+
+        for path in (p for p in logs.rglob("*") if p.is_file()):
+            for line in path.read_text().splitlines():
+                if not line.startswith("{"):
+                    continue
+                event = json.loads(line)
+                if event["Event"] == "SparkListenerApplicationStart":
+                    return event["App Name"]
+        raise AssertionError(f"no application start in {list(logs.rglob('*'))}")
+
+    assert app_name("p.sql", "--dry-run", "--name", "nightly") == "nightly"
+    assert app_name("p.sql", "--dry-run") == "p"
