@@ -155,6 +155,17 @@ class ProgressReporter:
                       file=self.out, flush=True)
                 for exporter in self.exporters:
                     exporter.summary(name, t, status)
+            if status != "ok":
+                return
+            # A query that ran to its end without a batch found nothing new in its sources
+            # (a --once run after another): say so, and which checkpoint holds its position,
+            # rather than end in silence.
+            for name in sorted(set(self.queries or ()) - set(self.totals)):
+                checkpoint = self.sink_keys.get(name)
+                print(f"[{name}] ok: up to date, nothing new to read"
+                      + (f" (checkpoint {checkpoint})" if checkpoint else ""), file=self.out, flush=True)
+                for exporter in self.exporters:
+                    exporter.summary(name, QueryTotals(output_known=True), status)
 
     def detach(self) -> None:
         self.closing.set()

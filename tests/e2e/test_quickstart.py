@@ -89,8 +89,15 @@ def test_quickstart(tmp_path):
     assert all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}", r["order_time"]) for _, r in rows)
     assert (workdir / "checkpoints").is_dir()
 
-    # The README: "Run the command again and it prints nothing".
+    # The README: run the command again and the checkpoints remember what was read: each
+    # query says it is up to date, and which checkpoint says so; the sink prints nothing.
     again = run(command)
     assert_clean(again)
     assert printed_changes(again.stdout) == []
+    summaries = sorted(line for line in again.stderr.splitlines() if re.match(r"^\[quickstart-\d-\w+\] ok: ", line))
+    assert summaries == [
+        f"[quickstart-1-user_count_by_account] ok: up to date, nothing new to read "
+        f"(checkpoint {workdir / 'checkpoints' / 'quickstart-1-user_count_by_account'})",
+        f"[quickstart-2-orders_archive] ok: up to date, nothing new to read "
+        f"(checkpoint {workdir / 'checkpoints' / 'quickstart-2-orders_archive'})"], again.stderr[-3000:]
     assert sum(len(p.read_text().splitlines()) for p in orders.glob("category=*/*.json")) == 1000

@@ -88,6 +88,36 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def test_a_query_that_ran_no_batch_is_reported_up_to_date_with_its_checkpoint(tmp_path):
+    import io
+
+    out = io.StringIO()
+    metrics = MetricsFile(str(tmp_path / "metrics.jsonl"))
+    reporter = ProgressReporter(out, queries={"p-1-sink", "p-2-other"},
+                                sink_keys={"p-1-sink": "/ck/p-1-sink", "p-2-other": "/ck/p-2-other"},
+                                exporters=[metrics], outputs=OutputCounts())
+    reporter.on_progress(PROGRESS)
+    reporter.summary("ok")
+    reporter.detach()
+    lines = out.getvalue().splitlines()
+    assert lines[1].startswith("[p-1-sink] ok: 1 batches, 1,200 rows in")
+    assert lines[2] == "[p-2-other] ok: up to date, nothing new to read (checkpoint /ck/p-2-other)"
+    records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [(r["event"], r["query"], r.get("batches"), r.get("output_rows")) for r in records] == [
+        ("batch", "p-1-sink", None, 40), ("summary", "p-1-sink", 1, 40), ("summary", "p-2-other", 0, 0)]
+
+
+def test_a_stopped_or_failed_run_does_not_call_a_query_up_to_date():
+    import io
+
+    for status in ("stopped", "failed"):
+        out = io.StringIO()
+        reporter = ProgressReporter(out, queries={"p-1-sink"}, sink_keys={"p-1-sink": "/ck/p-1-sink"},
+                                    outputs=OutputCounts())
+        reporter.summary(status)
+        assert out.getvalue() == ""
+
+
 def test_prometheus_exporter_serves_the_figures():
     port = _free_port()
     exporter = PrometheusExporter(port)
