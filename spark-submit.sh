@@ -18,7 +18,7 @@
 # Your --jars/--py-files are added to ours; your --properties-file replaces ours.
 #
 # spark-submit is $SPARK_HOME/bin/spark-submit, else the one on PATH, else .venv/bin's.
-# Exits with spark-submit's exit code.
+# Exits with the run's exit code (docs/operations.md), or spark-submit's if the run never got one.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -163,19 +163,81 @@ DRIVER_JVM="$("$PY" "$ROOT/job/run/driver_jvm.py" --properties-file "$PROPS" "${
 # A quiet terminal: the JVM's start-up notice and spark-submit's remarks on the job's own
 # (non-Spark) settings say nothing to a user; --verbose shows everything. The filter
 # ignores SIGINT/SIGTERM so that it outlives the job's graceful stop and passes on its
-# last lines.
-QUIET=1
+# last lines; the wrapper waits for it before exiting, so that no line of the run comes
+# after the shell's prompt.
+QUIET=1 FILTER=""
 for a in "${JOB_ARGS[@]}"; do [[ "$a" == "--verbose" || "$a" == "-v" ]] && QUIET=0; done
 if [[ $QUIET == 1 ]]; then
-  exec 2> >(trap '' INT TERM; exec grep --line-buffered -v \
+  exec 3>&2 2> >(trap '' INT TERM; exec grep --line-buffered -v \
     -e '^WARNING: Using incubator modules: jdk.incubator.vector$' \
     -e '^Warning: Ignoring non-Spark config property: ' >&2)
+  FILTER=$!
 fi
 
-exec "$SUBMIT" \
+# --- run, and bound the exit ------------------------------------------------------------
+# The driver writes the run's exit code to STREAMSQL_RESULT_FILE and sends this wrapper
+# SIGUSR1 once the result is known (job/run/shutdown.py). That code is the wrapper's: the
+# JVM's own is 143 after a graceful stop by SIGTERM, where the run's is 0 as documented.
+# Should the JVM not exit within STREAMSQL_EXIT_TIMEOUT_S seconds of the result (a native
+# thread that never ends), the wrapper ends it and says so. Without a result (the driver
+# never got that far) the JVM's exit code stands.
+RESULT_FILE="$(mktemp "${TMPDIR:-/tmp}/streamsql-result.XXXXXX")"
+trap 'rm -f "$RESULT_FILE"' EXIT
+export STREAMSQL_RESULT_FILE="$RESULT_FILE" STREAMSQL_WRAPPER_PID=$$
+EXIT_TIMEOUT="${STREAMSQL_EXIT_TIMEOUT_S:-30}"
+FINISHED=0
+trap 'FINISHED=1' USR1
+
+# Job control gives the JVM a process group of its own, in which SIGINT is not ignored (a
+# background command of a script ignores it otherwise). A signal to the wrapper goes on to
+# the JVM alone, whose shutdown hook stops the run at a batch boundary: Ctrl-C no longer
+# reaches the Python workers of the run's sources, which it killed mid-batch. A second
+# signal goes to the whole group, as a terminal sends it: the driver then stops at once.
+set -m
+"$SUBMIT" \
   --properties-file "$PROPS" \
   --jars "$JARS" \
   --py-files "$PYFILES" \
   --conf "spark.driver.defaultJavaOptions=${DRIVER_JVM:+$DRIVER_JVM }$LOG4J" \
   "${SPARK_ARGS[@]}" \
-  "$MAIN" "${JOB_ARGS[@]}"
+  "$MAIN" "${JOB_ARGS[@]}" &
+JVM=$!
+set +m
+SIGNALS=0
+pass_on() {
+  SIGNALS=$((SIGNALS + 1))
+  if ((SIGNALS == 1)); then kill -s "$1" "$JVM"; else kill -s "$1" -- -"$JVM"; fi 2>/dev/null || true
+}
+for sig in INT TERM HUP; do trap "pass_on $sig" "$sig"; done
+
+set +e
+while :; do
+  wait "$JVM"; rc=$?
+  kill -0 "$JVM" 2>/dev/null || break            # the JVM has exited: rc is its code
+  [[ $FINISHED == 1 ]] || continue               # a signal interrupted the wait
+  deadline=$((SECONDS + ${EXIT_TIMEOUT%.*}))
+  while kill -0 "$JVM" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
+  if kill -0 "$JVM" 2>/dev/null; then
+    kill -KILL -- -"$JVM" 2>/dev/null || kill -KILL "$JVM" 2>/dev/null
+    wait "$JVM" 2>/dev/null
+    HUNG=1
+  else
+    wait "$JVM"; rc=$?
+  fi
+  break
+done
+result="$(head -c 8 "$RESULT_FILE" 2>/dev/null | tr -dc 0-9)"
+[[ -n "$result" ]] && rc="$result"
+if [[ -n "${HUNG:-}" ]]; then
+  echo "streamsql: the run ended (exit $rc) but the Spark driver JVM (pid $JVM) had not exited" \
+    "${EXIT_TIMEOUT} s later; stopped it" >&2
+fi
+if [[ -n "$FILTER" ]]; then
+  exec 2>&3 3>&-
+  # The filter ends once every writer of its pipe is gone; Python workers that outlive a
+  # stopped JVM are given a moment.
+  for _ in $(seq 50); do kill -0 "$FILTER" 2>/dev/null || break; sleep 0.1; done
+  kill "$FILTER" 2>/dev/null
+  wait "$FILTER" 2>/dev/null
+fi
+exit "$rc"

@@ -25,7 +25,21 @@ def main(argv=None) -> int:
         from job.run.jvm_output import jvm_stderr, under_spark_submit
 
         return report_failure(exc.exit_code, exc.render(), (under_spark_submit() and jvm_stderr()) or sys.stderr)
-    return run(options)
+    code = run(options)
+    ended(code)
+    return code
+
+
+def ended(code: int) -> None:
+    """The result is known: the process now exits with it within a bound, whatever the
+    JVM's native threads do (job.run.shutdown)."""
+    from job.run.jvm_output import under_spark_submit
+    from job.run.shutdown import end_own_jvm, report_result
+
+    if under_spark_submit():
+        report_result(code)
+    else:
+        end_own_jvm(code)
 
 
 if __name__ == "__main__":

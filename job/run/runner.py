@@ -201,6 +201,10 @@ def execute(spark, program, plans, options: RunOptions, err) -> int:
         reporter.drain(started_names, timeout=10.0)
         reporter.summary(status)
         reporter.detach()
+        from job.run.shutdown import close_state_stores
+
+        # Every query has stopped: close their RocksDB instances before anything exits.
+        close_state_stores(spark)
         stop.uninstall()
         stop.finished()
     return EXIT_OK
