@@ -51,7 +51,13 @@ running_pid() {
   pid="$(cat "$PIDFILE" 2>/dev/null)"
   [[ "$pid" =~ ^[0-9]+$ ]] || return 1
   [[ -r "/proc/$pid/cmdline" ]] || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "kafka.Kafka $PROPS" || return 1
+  # Its properties file, compared as a real path: the same broker seen from a checkout that
+  # reaches .services/ through a link names it by another path.
+  local args props
+  args="$(tr '\0' '\n' <"/proc/$pid/cmdline")"
+  grep -qx "kafka.Kafka" <<<"$args" || return 1
+  props="$(tail -n 1 <<<"$args")"
+  [[ "$(readlink -f -- "$props")" == "$(readlink -f -- "$PROPS")" ]] || return 1
   echo "$pid"
 }
 
