@@ -162,6 +162,21 @@ def test_documented_command_line_options_are_the_cli_s():
     assert documented == flags
 
 
+def test_settings_quoted_from_spark_defaults_are_its_values():
+    """'`spark.sql.shuffle.partitions` (2 in `conf/spark-defaults.conf`)' says what the file sets."""
+    conf = {}
+    for line in (ROOT / "conf" / "spark-defaults.conf").read_text().splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            key, _, value = line.strip().partition(" ")
+            conf[key] = value.strip()
+    quoted = [(doc.name, key, value) for doc in [README, *DOCS.glob("*.md")]
+              for key, value in re.findall(r"`(spark\.[\w.]+)` \((\S+) in `conf/spark-defaults\.conf`\)",
+                                           doc.read_text())]
+    assert ("operations.md", "spark.sql.shuffle.partitions", conf["spark.sql.shuffle.partitions"]) in quoted
+    for doc, key, value in quoted:
+        assert conf.get(key) == value, f"{doc}: {key} is {conf.get(key)!r} in conf/spark-defaults.conf, not {value}"
+
+
 def test_documented_set_keys_are_read_by_the_job():
     """Every key in docs/sql.md's SET table is one the job's code reads (or a Spark setting)."""
     code = "\n".join(p.read_text() for p in (ROOT / "job").rglob("*.py"))
