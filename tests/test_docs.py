@@ -177,6 +177,14 @@ def test_settings_quoted_from_spark_defaults_are_its_values():
         assert conf.get(key) == value, f"{doc}: {key} is {conf.get(key)!r} in conf/spark-defaults.conf, not {value}"
 
 
+def test_object_stores_are_not_promised():
+    """hadoop-aws is not shipped: no page offers s3a: paths without saying so."""
+    for doc in [README, *DOCS.glob("*.md")]:
+        for paragraph in doc.read_text().split("\n\n"):
+            if "s3a:" in paragraph:
+                assert "not shipped" in paragraph or "neither ships" in paragraph, f"{doc.name}: {paragraph}"
+
+
 def test_documented_set_keys_are_read_by_the_job():
     """Every key in docs/sql.md's SET table is one the job's code reads (or a Spark setting)."""
     code = "\n".join(p.read_text() for p in (ROOT / "job").rglob("*.py"))

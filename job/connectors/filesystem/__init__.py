@@ -40,7 +40,7 @@ from job.connectors.filesystem.source import create_source
 from job.options import table_error
 
 OPTIONS = (
-    Option("path", required=True, description="The directory (any Hadoop file system URI: file:, hdfs:, s3a:, …)."),
+    Option("path", required=True, description="The directory: a local path, a file: or hdfs: URI, or a glob."),
     Option("format", required=True,
            description="Format of the files: json, csv, raw, parquet or debezium-json (source only)."),
     Option("source.max-files-per-trigger", "int",
