@@ -185,6 +185,27 @@ def test_object_stores_are_not_promised():
                 assert "not shipped" in paragraph or "neither ships" in paragraph, f"{doc.name}: {paragraph}"
 
 
+def test_the_spark_pipelines_page_names_what_the_installed_pyspark_has():
+    """docs/spark-pipelines.md's commands and options are those of the spark-pipelines CLI
+    in the PySpark the job runs on."""
+    import pyspark
+
+    page = (DOCS / "spark-pipelines.md").read_text()
+    cli = (Path(pyspark.__file__).parent / "pipelines" / "cli.py").read_text()
+    assert (Path(pyspark.__file__).parent / "bin" / "spark-pipelines").exists()
+    commands = set(re.findall(r"`spark-pipelines ([a-z-]+)", page))
+    assert {"run", "dry-run", "init"} <= commands
+    for command in commands:
+        assert f'add_parser(\n        "{command}"' in cli or f'add_parser("{command}"' in cli, command
+    for option in set(re.findall(r"`(?:spark-pipelines run )?(--[a-z-]+)", page)) - {"--class", "--once", "--dry-run",
+                                                                                  "--checkpoint-dir"}:
+        assert f'"{option}"' in cli, option
+    api = (Path(pyspark.__file__).parent / "pipelines" / "api.py").read_text()
+    for name in re.findall(r"`@?dp\.([a-z_]+)", page):
+        assert f"def {name}(" in api, name
+    assert "spark-pipelines.md" in README.read_text()
+
+
 def test_documented_set_keys_are_read_by_the_job():
     """Every key in docs/sql.md's SET table is one the job's code reads (or a Spark setting)."""
     code = "\n".join(p.read_text() for p in (ROOT / "job").rglob("*.py"))
