@@ -1,10 +1,13 @@
 """SIGKILL loop over the seed's aggregation, its 3-way join and an append pipeline into
 partitioned Parquet (see crashloop.py): nothing lost, nothing duplicated.
 
-CI kills the job a few times (STREAMSQL_CRASH_KILLS, default 2); the full loop is
+CI kills the job a few times (STREAMSQL_CRASH_KILLS, default 2) over 30 keys fed in small
+rounds; the full loop, and the loop at scale (1M keys fed in bulk waves by Spark), are
 
     STREAMSQL_CRASH_KILLS=20 .venv/bin/python -m pytest tests/reliability/test_crash_loop.py
     .venv/bin/python -m tests.reliability.crashloop --kills 20     # same, with a JSON summary
+    .venv/bin/python -m tests.reliability.crashloop --kills 10 --keys 1000000 --bulk 200000 \
+        --waves 8 --max-offsets 200000                             # docs/reliability.md
 """
 from __future__ import annotations
 
@@ -20,7 +23,9 @@ pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 def test_sigkill_loop_loses_and_duplicates_nothing(spark, kafka_bootstrap, tmp_path):
     kills = int(os.environ.get("STREAMSQL_CRASH_KILLS", "2"))
     seed = int(os.environ.get("STREAMSQL_CRASH_SEED", "7"))
-    result = CrashLoop(spark, kafka_bootstrap, tmp_path, kills=kills, seed=seed).run()
+    scale = {name: int(os.environ[f"STREAMSQL_CRASH_{name.upper()}"])
+             for name in ("keys", "bulk", "waves", "max_offsets") if f"STREAMSQL_CRASH_{name.upper()}" in os.environ}
+    result = CrashLoop(spark, kafka_bootstrap, tmp_path, kills=kills, seed=seed, **scale).run()
     assert result["kills"] == kills
     assert any(k["at"].startswith("commit") for k in result["kill_log"])
     assert result["events"] > 0 and result["joined_rows"] > 0 and result["counts_rows"] > 0

@@ -43,3 +43,26 @@ def upsert_state(records) -> dict[str, dict]:
         else:
             state[key] = json.loads(value)
     return state
+
+
+def produce_frame(df, bootstrap: str, topic: str) -> None:
+    """Write a DataFrame of ``key`` and ``value`` strings (a null value is a tombstone) as
+    it is, in bulk: the rows never pass through Python."""
+    df.write.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("topic", topic).save()
+
+
+def upsert_table(spark, bootstrap: str, topic: str, schema: str):
+    """The table an upsert topic stands for, computed by Spark (any size): the last value
+    per key, tombstones delete; the JSON value's columns of ``schema`` plus ``__key``, the
+    record's key. Every record of a key sits in one partition, so its offsets order it."""
+    df = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
+          .option("startingOffsets", "earliest").load())
+    df.createOrReplaceTempView("__upsert_records")
+    last = spark.sql("SELECT CAST(key AS STRING) AS __key, CAST(value AS STRING) AS __value FROM ("
+                     "  SELECT key, value, ROW_NUMBER() OVER (PARTITION BY key ORDER BY offset DESC) AS __n"
+                     "  FROM __upsert_records) WHERE __n = 1 AND value IS NOT NULL")
+    columns = [c.split()[0] for c in schema.split(", ")]
+    from pyspark.sql import functions as F
+
+    parsed = last.select("__key", F.from_json("__value", schema).alias("__v"))
+    return parsed.select(*[F.col(f"__v.{c}").alias(c) for c in columns], "__key")
