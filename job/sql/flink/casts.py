@@ -10,6 +10,7 @@ Flink's meaning is spelled out:
 * TIMESTAMP ↔ TIMESTAMP_LTZ ↔ DATE convert through ``table.local-time-zone``;
 * → CHAR(n) / VARCHAR(n) cut the string to n characters (CHAR pads with blanks);
 * → DECIMAL(p, s) is NULL when the value does not fit (Spark's ANSI mode would fail);
+* text → a number reads the text by Flink's grammar for that type (number_text);
 * numbers ↔ TIMESTAMP are refused, as in Flink (TO_TIMESTAMP_LTZ converts epochs).
 """
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Optional
 from sqlglot import exp
 
 from job.sql.flink import rules
+from job.sql.flink.number_text import text_to_number
 from job.sql.flink.typed import Typed, let, spark_string, wrap_integer
 from job.sql.types import MAX_LENGTH, LogicalType, t
 
@@ -105,8 +107,10 @@ def cast(tr, value, to: LogicalType, node: Optional[exp.Expression] = None, safe
                       hint="TO_TIMESTAMP_LTZ(epoch, 0|3) converts an epoch number; UNIX_TIMESTAMP the other way")
         tr.refuse(node, f"CAST from {src} to {to} is not supported")
     # ---- numbers
+    if to.is_numeric and src.is_character:
+        return Typed(text_to_number(sql, to, safe), to.nullable_as(to.nullable or safe or name == "DECIMAL"))
     if name == "DECIMAL":
-        if src.is_numeric or src.is_character:
+        if src.is_numeric:
             return Typed(f"try_cast({sql} AS {to.spark})", to.nullable_as(True))
     if to.is_integral and src.is_integral:
         if _int_bits(src) > _int_bits(to):
