@@ -72,4 +72,72 @@ if got != want:
 print(f"purchases for {day}: {len(rows)} rows as expected")
 PY
 grep -o "\[daily_purchases-[^]]*\] \(batch\|ok:\).*" "$DATA/dags-test.log" >&2 || true
+
+# --- parsing a DAG file writes nothing (the job's zip is built when a task runs) -------------
+PARSE_HOME="$DATA/parse-home"
+mkdir -p "$PARSE_HOME/examples" && ln -s "$ROOT/job" "$PARSE_HOME/job" && ln -s "$ROOT/examples/airflow" "$PARSE_HOME/examples/airflow"
+STREAMSQL_HOME="$PARSE_HOME" "$VENV/bin/python" - "$ROOT/examples/airflow" <<'PY' || die "parsing the DAG files"
+import importlib, sys
+sys.path.insert(0, sys.argv[1])
+for name in ("streamsql_dag", "streamsql_kafka_dag"):
+    importlib.import_module(name)
+PY
+[[ ! -e "$PARSE_HOME/build" ]] || die "parsing the DAG files wrote $(find "$PARSE_HOME/build" -type f | head -3)"
+log "parsing the DAG files wrote nothing"
+
+# --- exit 2 (invalid pipeline) fails the task without retrying; exit 3 is retried ------------
+"$VENV/bin/python" - "$ROOT/examples/airflow" "$DATA" <<'PY' >"$DATA/retries.log" 2>&1 || { tail -40 "$DATA/retries.log" >&2; die "retry policy"; }
+import sys
+sys.path.insert(0, sys.argv[1])
+from airflow.sdk.exceptions import AirflowFailException
+from streamsql_operator import StreamsqlSubmitOperator
+
+def outcome(*args):
+    task = StreamsqlSubmitOperator(task_id="t", pipeline_name="t", application_args=list(args), retries=2)
+    try:
+        task.execute({})
+    except AirflowFailException as exc:
+        return "fail", str(exc)
+    except Exception as exc:
+        return "retry", str(exc)
+    return "ok", ""
+
+kind, text = outcome("--pipline", "p.yaml")
+assert kind == "fail" and "streamsql exited 2 (invalid pipeline): retrying cannot fix it" in text, (kind, text)
+unreachable = ("CREATE TABLE s (a INT) WITH ('connector' = 'kafka', 'topic' = 't', 'format' = 'json', "
+               "'properties.bootstrap.servers' = '127.0.0.1:1')")
+kind, text = outcome("--once", unreachable, "CREATE TABLE o (a INT) WITH ('connector' = 'blackhole')",
+                     "INSERT INTO o SELECT a FROM s", "--checkpoint-dir", sys.argv[2] + "/ck-unreachable")
+assert kind == "retry" and "Error code is: 3" in text, (kind, text)
+print("exit 2: failed without retries; exit 3: left to the retries")
+PY
+log "$(tail -1 "$DATA/retries.log")"
+
+# --- a Kafka topic drained every 15 minutes: two runs read each event once ------------------
+BOOTSTRAP="$("$ROOT/scripts/kafka.sh" start --port 19092 --name test)"
+TOPIC="airflow-events-$$-$RANDOM"
+produce() {  # produce VALUES...: events into $TOPIC, written by the job itself
+  "$ROOT/.venv/bin/python" -m job.main --checkpoint-dir "$DATA/ck-produce-$RANDOM" \
+    "CREATE TABLE ev (user_id STRING, action STRING, amount DOUBLE) WITH ('connector' = 'kafka', 'topic' = '$TOPIC', 'properties.bootstrap.servers' = '$BOOTSTRAP', 'format' = 'json')" \
+    "INSERT INTO ev VALUES $1" >"$DATA/produce.log" 2>&1 || { cat "$DATA/produce.log" >&2; die "producing to $TOPIC"; }
+}
+export STREAMSQL_KAFKA_BOOTSTRAP="$BOOTSTRAP" STREAMSQL_KAFKA_TOPIC="$TOPIC"
+"$VENV/bin/airflow" dags delete -y streamsql_kafka_purchases >/dev/null 2>&1 || true
+produce "('u1', 'purchase', 12.5), ('u2', 'view', 0.0), ('u3', 'purchase', 3.0)"
+for RUN in 2024-01-31T00:00:00+00:00 2024-01-31T00:15:00+00:00; do
+  log "airflow dags test streamsql_kafka_purchases $RUN"
+  "$VENV/bin/airflow" dags test streamsql_kafka_purchases "$RUN" >"$DATA/kafka-dags-test.log" 2>&1 \
+    || { tail -60 "$DATA/kafka-dags-test.log" >&2; die "airflow dags test (kafka, $RUN)"; }
+  grep -o "\[kafka_purchases-[^]]*\] \(batch\|ok:\).*" "$DATA/kafka-dags-test.log" >&2 || true
+  [[ $RUN == *T00:15* ]] || produce "('u1', 'purchase', 7.25), ('u4', 'view', 1.0)"
+done
+"$ROOT/.venv/bin/python" - "$DATA/kafka_purchases" <<'PY' || die "kafka output check"
+import glob, json, os, sys
+rows = [json.loads(line) for f in sorted(glob.glob(os.path.join(sys.argv[1], "*.json"))) for line in open(f) if line.strip()]
+got = sorted((r["user_id"], r["amount"]) for r in rows)
+want = [("u1", 7.25), ("u1", 12.5), ("u3", 3.0)]
+if got != want or len({r["event_offset"] for r in rows}) != 3:
+    sys.exit(f"kafka purchases: got {sorted((r['user_id'], r['amount'], r['event_offset']) for r in rows)}, want {want}")
+print(f"kafka purchases over two runs: {len(rows)} rows as expected")
+PY
 log "ok"

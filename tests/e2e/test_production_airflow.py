@@ -18,8 +18,13 @@ pytestmark = [
 ]
 
 
-def test_airflow_dag_runs_the_pipeline_for_its_logical_date():
+def test_airflow_dags_run_their_pipelines_and_retry_only_what_can_succeed():
     proc = subprocess.run([str(ROOT / "scripts" / "test-airflow.sh")], cwd=ROOT, env=job_env(), text=True,
                           capture_output=True, timeout=1800)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "purchases for 2024-01-31: 3 rows as expected" in proc.stdout
+    # Parsing the DAG files writes no zip; exit 2 fails the task at once, exit 3 is retried.
+    assert "parsing the DAG files wrote nothing" in proc.stderr
+    assert "exit 2: failed without retries; exit 3: left to the retries" in proc.stderr
+    # The Kafka DAG, run twice on one topic: each event read once.
+    assert "kafka purchases over two runs: 3 rows as expected" in proc.stdout
