@@ -131,6 +131,10 @@ def parse_args(argv: Sequence[str]) -> RunOptions:
         if not sep or not key.strip():
             raise PipelineError(f"--var '{item}' must be KEY=VALUE", hint="e.g. --var run_date=2024-01-31")
         variables[key.strip()] = value
+    if args.metrics_port is not None:  # before anything starts, not once the session is up
+        from job.run.metrics import require_prometheus_client
+
+        require_prometheus_client()
     statements, files, pipeline = sort_positionals(args.statements, args.files, args.pipeline)
     return RunOptions(statements=statements, files=files, pipeline=pipeline, variables=variables,
                       once=args.once, dry_run=args.dry_run, explain=args.explain, checkpoint_dir=args.checkpoint_dir,

@@ -39,14 +39,61 @@ def imported_modules() -> set[str]:
     return found
 
 
+def extras() -> dict[str, list[Requirement]]:
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "setup.cfg")
+    section = cfg["options.extras_require"]
+    return {name: [Requirement(line) for line in section[name].splitlines() if line.strip()] for name in section}
+
+
 def test_every_declared_package_is_imported_and_every_imported_one_declared():
     declared = {r.name.lower() for r in requirements()}
+    declared |= {r.name.lower() for name, reqs in extras().items() if name != "test" for r in reqs}
     imported = imported_modules()
     assert {MODULE_OF.get(name, name) for name in declared} <= imported, "declared and never imported"
     third_party = {m for m in imported if m not in sys.stdlib_module_names and m not in ("job", "__future__")}
     assert third_party - VIA_PYSPARK_SQL <= {MODULE_OF.get(name, name) for name in declared}, \
         "imported and not declared"
     assert not {"protobuf", "grpcio", "pandas", "pyarrow"} & declared
+
+
+def test_one_connector_s_or_option_s_packages_are_extras_the_tests_install():
+    found = extras()
+    assert [r.name for r in found["postgres"]] == ["psycopg"]
+    assert [r.name for r in found["metrics"]] == ["prometheus-client"]
+    (itself,) = [r for r in found["test"] if r.name == "streamsql"]
+    assert itself.extras == {"postgres", "metrics"}
+    assert not {"psycopg", "prometheus-client"} & {r.name for r in requirements()}
+
+
+def blocked(module: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """``python -m job.main ARGS`` with ``module`` unimportable, as if its extra were not installed."""
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": str(ROOT)}
+    env.pop("PYSPARK_GATEWAY_PORT", None)
+    return subprocess.run([sys.executable, "-c", BLOCK_UNDECLARED.replace('("grpc", "google")', repr((module,))),
+                           *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_without_the_postgres_extra_a_postgres_cdc_table_is_refused_by_name(tmp_path):
+    done = blocked("psycopg", "--dry-run",
+                   "CREATE TABLE users (id INT, PRIMARY KEY (id) NOT ENFORCED) WITH ('connector' = 'postgres-cdc', "
+                   "'hostname' = '127.0.0.1', 'username' = 'u', 'password' = 'p', 'database-name' = 'd', "
+                   "'table-name' = 'users', 'slot.name' = 'streamsql_users')",
+                   "CREATE TABLE out1 (id INT) WITH ('connector' = 'blackhole')",
+                   "INSERT INTO out1 SELECT id FROM users", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr[-3000:]
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error")]
+    assert len(errors) == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert "the postgres-cdc connector (table 'users') needs the Python package psycopg, which is not installed" \
+        in errors[0] and "pip install 'streamsql[postgres]'" in errors[0], errors
+
+
+def test_without_the_metrics_extra_metrics_port_is_refused_before_anything_runs(tmp_path):
+    done = blocked("prometheus_client", "--metrics-port", "9", "SELECT 1", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert done.stderr.strip() == (
+        "error (exit 2, invalid pipeline): --metrics-port needs the Python package prometheus-client, which is not "
+        "installed Hint: pip install 'streamsql[metrics]' where the job runs, or use --metrics-file"), done.stderr
 
 
 def test_pyspark_brings_the_packages_its_sql_needs():

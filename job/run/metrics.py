@@ -299,6 +299,17 @@ class MetricsFile:
             self._fh.close()
 
 
+def require_prometheus_client() -> None:
+    """--metrics-port needs prometheus-client, an extra (pip install 'streamsql[metrics]')."""
+    from job.errors import PipelineError
+
+    try:
+        import prometheus_client  # noqa: F401
+    except ImportError:
+        raise PipelineError("--metrics-port needs the Python package prometheus-client, which is not installed",
+                            hint="pip install 'streamsql[metrics]' where the job runs, or use --metrics-file") from None
+
+
 class PrometheusExporter:
     """``--metrics-port``: Prometheus text format on http://HOST:PORT/metrics (``--metrics-host``,
     127.0.0.1 unless told: a scrape from another machine is the user's choice).
@@ -308,6 +319,7 @@ class PrometheusExporter:
     """
 
     def __init__(self, port: int, host: str = "127.0.0.1") -> None:
+        require_prometheus_client()
         from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
         self.registry = r = CollectorRegistry()

@@ -80,7 +80,14 @@ MARKER_DIR = "postgres-cdc"
 # --------------------------------------------------------------------------- static checks
 
 def check(table, options, role) -> None:
-    """What can be checked without the server: slot name, column kinds and types."""
+    """What can be checked without the server: the client library, slot name, column kinds
+    and types."""
+    try:
+        import psycopg  # noqa: F401 - an extra: pip install 'streamsql[postgres]'
+    except ImportError:
+        raise table_error(table, f"the postgres-cdc connector (table '{table.name}') needs the Python package "
+                                 "psycopg, which is not installed", "connector",
+                          "pip install 'streamsql[postgres]' (psycopg 3) where the job runs") from None
     slot = options.get("slot.name", "")
     if not SLOT_NAME.match(slot):
         raise table_error(table, f"'slot.name' = '{slot}' is not a valid replication slot name (table '{table.name}')",
