@@ -8,6 +8,7 @@ from typing import NoReturn, Sequence
 
 from job.errors import PipelineError
 from job.api import DEFAULT_STOP_TIMEOUT_S, RunOptions
+from job.run.jvm_output import under_spark_submit
 
 JOB_ARGS = """[STATEMENT ...] [--file F.sql]... [--pipeline P.yaml] [--var KEY=VALUE]...
          [--once] [--dry-run] [--explain] [--checkpoint-dir DIR] [--verbose] [--metrics-port N]
@@ -84,11 +85,6 @@ def parser() -> argparse.ArgumentParser:
                    help="on SIGTERM/SIGINT, how long to wait for the running micro-batch before stopping anyway "
                         f"(default {DEFAULT_STOP_TIMEOUT_S:g}); a second signal stops at once")
     return p
-
-
-def under_spark_submit() -> bool:
-    """spark-submit starts the driver JVM first and gives this process its port."""
-    return bool(os.environ.get("PYSPARK_GATEWAY_PORT"))
 
 
 PATH_SUFFIXES = {".sql": "sql", ".yaml": "yaml", ".yml": "yaml"}
