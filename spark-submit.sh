@@ -83,7 +83,8 @@ while [[ $# -gt 0 ]]; do
     add_opt "$a" "$2"; shift 2; continue
   fi
   if is_spark_flag "$a"; then SPARK_ARGS+=("$a"); shift; continue; fi
-  # The first job argument: it and everything after it (even a later `--`) go to the job.
+  # The first job argument: it and everything after it (even a later `--`) go to the job,
+  # except spark-submit's known options among them (below).
   JOB_ARGS=("$@"); break
 done
 # spark-submit's known options among the job's arguments are spark-submit's as well: the
