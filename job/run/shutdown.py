@@ -92,6 +92,14 @@ def end_own_jvm(code: int, err=None) -> None:
     proc = getattr(gateway, "proc", None) if gateway is not None else None
     if proc is None or proc.poll() is not None:
         return
+    context = SparkContext._active_spark_context
+    server = getattr(context, "_accumulatorServer", None)
+    if server is not None:
+        # The JVM's end closes its accumulator connection; PySpark's server would print
+        # that as an error with a traceback ("Exception occurred during processing of
+        # request … EOFError"). Expected here, so not an error.
+        server.server_shutdown = True
+        server.handle_error = lambda *_args: None
     try:
         gateway.shutdown()  # py4j's connections; the JVM exits when its stdin closes
     except Exception:  # noqa: BLE001

@@ -82,6 +82,16 @@ def timed(command: list[str], **env) -> tuple[subprocess.CompletedProcess, float
 
 
 @pytest.mark.slow
+def test_python_waits_for_its_driver_jvm_and_prints_nothing_else(tmp_path):
+    # No hang: the JVM exits by itself within the bound, and its end closing PySpark's
+    # accumulator connection prints no traceback (it did: "Exception occurred during
+    # processing of request … EOFError").
+    proc, _ = timed([str(ROOT / ".venv" / "bin" / "python"), str(MAIN), *pipeline(tmp_path, '{"uid": "a", "n": 1}\n')])
+    assert proc.returncode == 0, proc.stderr
+    assert [line for line in proc.stderr.splitlines() if not line.startswith("[sql-pipeline-1-sink] ")] == []
+
+
+@pytest.mark.slow
 def test_python_ends_a_driver_jvm_that_does_not_exit(hang_plugin, tmp_path):
     plugin = [f"SET 'spark.driver.extraClassPath' = '{hang_plugin}'", f"SET 'spark.plugins' = '{PLUGIN}'"]
     proc, _ = timed([str(ROOT / ".venv" / "bin" / "python"), str(MAIN), *plugin,
