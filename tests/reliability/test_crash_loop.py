@@ -7,7 +7,7 @@ rounds; the full loop, and the loop at scale (1M keys fed in bulk waves by Spark
     STREAMSQL_CRASH_KILLS=20 .venv/bin/python -m pytest tests/reliability/test_crash_loop.py
     .venv/bin/python -m tests.reliability.crashloop --kills 20     # same, with a JSON summary
     .venv/bin/python -m tests.reliability.crashloop --kills 10 --keys 1000000 --bulk 200000 \
-        --waves 8 --max-offsets 200000                             # docs/reliability.md
+        --waves 5 --max-offsets 50000                              # docs/reliability.md
 """
 from __future__ import annotations
 
