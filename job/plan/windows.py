@@ -22,6 +22,7 @@ Window columns follow Flink: ``window_start``, ``window_end`` (TIMESTAMP(3)) and
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Optional
 
@@ -29,6 +30,7 @@ from sqlglot import exp
 
 from job.plan.event_time import waits
 from job.plan.relation import Field, Rel, flink_key
+from job.plan.window_zone import instant_struct, local_columns, local_time, shown_columns, window_zone
 from job.sql.flink.casts import interval_millis
 from job.sql.flink.dialect import Descriptor, TableArg, WindowTVF
 from job.sql.flink.translate import Typed
@@ -59,6 +61,9 @@ class Window:
     # its event time for Spark's aggregation; None: the aggregation computes the windows
     # (SESSION, legacy group windows).
     struct_col: Optional[str] = None
+    # The session's zone when the time attribute is a TIMESTAMP_LTZ: windows align to its
+    # wall clock (job.plan.window_zone); None: to UTC.
+    zone: Optional[str] = None
 
 
 def spark_duration(ms: int) -> str:
@@ -110,7 +115,7 @@ def plan_window_tvf(planner, node: WindowTVF) -> Rel:
             raise planner.error(time_node, "windows on processing time (PROCTIME()) are not supported yet")
         raise planner.error(time_node, f"'{time_field.name}' is not a time attribute: declare WATERMARK FOR "
                                        f"{time_field.name} AS … on its table")
-    window = Window(node.this, time_node, node=node)
+    window = Window(node.this, time_node, node=node, zone=window_zone(planner, time_field))
     if node.this in ("TUMBLE", "HOP", "CUMULATE"):
         window.size_ms = interval_millis(planner.translator(rel, node.this), args["SIZE"])
     if node.this == "HOP":
@@ -125,7 +130,7 @@ def plan_window_tvf(planner, node: WindowTVF) -> Rel:
     fields = list(rel.fields)
     alias = node.alias or None
     for name in WINDOW_COLUMNS:
-        fields.append(Field(name, alias, planner.fresh(), timestamp(3, nullable=False),
+        fields.append(Field(name, alias, planner.fresh(), window_column_type(name, time_field),
                             "rowtime" if name == "window_time" else None))
     fields = [f.requalified(alias) if alias else f for f in fields]
     window_fields = {f.name: f for f in fields[-3:]}
@@ -147,6 +152,13 @@ def plan_window_tvf(planner, node: WindowTVF) -> Rel:
                              "window_time added to each row [stateless]"]
     return Rel(df, fields, rel.append_only, rel.unique_key if node.this in ("TUMBLE", "SESSION") else None, steps,
                window=window, window_fields=window_fields)
+
+
+def window_column_type(name: str, time_field: Field):
+    """window_start and window_end are TIMESTAMP(3); window_time is a time attribute of
+    the same kind as the window's (TIMESTAMP_LTZ(3) over a TIMESTAMP_LTZ), as in Flink."""
+    ltz = name == "window_time" and time_field.type.name == "TIMESTAMP_LTZ"
+    return timestamp(3, ltz=ltz, nullable=False)
 
 
 def _aggregated_by_window(node: WindowTVF) -> bool:
@@ -186,8 +198,8 @@ def session_windows(planner, rel: Rel, window: Window, time_field: Field, window
     struct = F.struct(F.expr("timestamp_millis(__start)").alias("start"), F.expr("timestamp_millis(__end)").alias("end"))
     df = out.select(*[F.col(f"`{c}`") for c in rel.cols()], struct.alias(window.struct_col, metadata=metadata or None))
     w = F.col(window.struct_col)
-    columns = {"window_start": w["start"], "window_end": w["end"],
-               "window_time": w["end"] - F.expr("INTERVAL 1 MILLISECOND")}
+    columns = shown_columns(w, window.zone) if window.zone else \
+        {"window_start": w["start"], "window_end": w["end"], "window_time": w["end"] - F.expr("INTERVAL 1 MILLISECOND")}
     return df.select("*", *[columns[name].alias(f.col) for name, f in window_fields.items()])
 
 
@@ -199,7 +211,10 @@ def assign_windows(planner, rel: Rel, window: Window, time_field: Field, window_
 
     window.struct_col = planner.fresh("_w")
     waits(planner, window.size_ms)  # whatever reads the windows may wait for their end
-    time_col = F.col(f"`{time_field.col}`")
+    time_sql = f"`{time_field.col}`"
+    if window.zone:  # the windows of the zone's wall clock (job.plan.window_zone)
+        time_sql = local_time(time_sql, window.zone)
+    time_col = F.expr(time_sql)
     metadata = rel.df.schema[time_field.col].metadata
     if window.kind == "TUMBLE":
         struct = F.window(time_col, spark_duration(window.size_ms), startTime=spark_duration(window.offset_ms))
@@ -207,7 +222,7 @@ def assign_windows(planner, rel: Rel, window: Window, time_field: Field, window_
         struct = F.window(time_col, spark_duration(window.size_ms), spark_duration(window.slide_ms),
                           startTime=spark_duration(window.offset_ms))
     else:  # CUMULATE: the windows from the period's start to each step end at or after the row
-        t = f"unix_millis(`{time_field.col}`)"
+        t = f"unix_millis({time_sql})"
         start = f"({t} - pmod({t} - {window.offset_ms}, {window.size_ms}))"
         first = f"({start} + (floor(pmod({t} - {window.offset_ms}, {window.size_ms}) / {window.slide_ms}) + 1) * " \
                 f"{window.slide_ms})"
@@ -217,12 +232,14 @@ def assign_windows(planner, rel: Rel, window: Window, time_field: Field, window_
     # A separate projection marks the struct: a generator's (explode's) alias keeps no
     # metadata of its own.
     staged = rel.df.select("*", struct.alias("__window"))
-    df = staged.select(*[F.col(f"`{c}`") for c in rel.df.columns],
-                       F.col("__window").alias(window.struct_col, metadata=metadata or None))
+    local = F.col("__window")
+    instants = instant_struct(local, window.zone) if window.zone else local
+    df = staged.select(*[F.col(f"`{c}`") for c in rel.df.columns], local,
+                       instants.alias(window.struct_col, metadata=metadata or None))
     w = F.col(window.struct_col)
-    columns = {"window_start": w["start"], "window_end": w["end"],
-               "window_time": w["end"] - F.expr("INTERVAL 1 MILLISECOND")}
-    return df.select("*", *[columns[name].alias(f.col) for name, f in window_fields.items()])
+    columns = local_columns(local["start"], local["end"], window.zone) if window.zone else \
+        {"window_start": w["start"], "window_end": w["end"], "window_time": w["end"] - F.expr("INTERVAL 1 MILLISECOND")}
+    return df.select("*", *[columns[name].alias(f.col) for name, f in window_fields.items()]).drop("__window")
 
 
 def groups_by_window_columns(rel: Rel, group: exp.Group) -> bool:
@@ -254,7 +271,7 @@ def plan_group_window(planner, rel: Rel, node: exp.Select, call: exp.Anonymous) 
                                        f"{time_field.name} AS … on its table"
                             + (" (windows on PROCTIME() are not supported yet)" if time_field.time == "proctime" else ""))
     tr = planner.translator(rel, kind)
-    window = Window(kind, time_node, node=call)
+    window = Window(kind, time_node, node=call, zone=window_zone(planner, time_field))
     values = [interval_millis(tr, p) for p in call.expressions[1:]]
     if kind == "TUMBLE":
         window.size_ms = values[0]
@@ -266,7 +283,7 @@ def plan_group_window(planner, rel: Rel, node: exp.Select, call: exp.Anonymous) 
     if kind == "SESSION":
         window.partition = tuple(k for k in keys if isinstance(k, exp.Column))
     # TUMBLE_START(ts, …) and friends in the select list read the window's columns.
-    window_fields = {name: Field(name, None, planner.fresh(), timestamp(3, nullable=False),
+    window_fields = {name: Field(name, None, planner.fresh(), window_column_type(name, time_field),
                                  "rowtime" if name == "window_time" else None) for name in WINDOW_COLUMNS}
     replacements = {}
     for item in list(node.expressions) + ([node.args["having"]] if node.args.get("having") else []):
@@ -327,6 +344,16 @@ def window_aggregate(planner, rel: Rel, node: exp.Select, window: Window, keys: 
         col = planner.fresh()
         group_cols.append(F.expr(v.sql).alias(col))
         key_cols.append(col)
+    if window.zone and window.struct_col is None and window.kind in ("TUMBLE", "HOP"):
+        # A legacy group window aligned to the zone: the rows with their windows first.
+        rel = dataclasses.replace(rel, df=assign_windows(planner, rel, window, time_field, window_fields))
+    # Over a zone's windows, the window columns (computed per row) are grouped by as well:
+    # the struct Spark groups by holds instants, the columns the zone's wall clock.
+    shown = [F.col(f"`{f.col}`") for f in window_fields.values()] if window.zone and window.struct_col else []
+    if window.kind == "SESSION" and not group_cols:
+        # Spark has no streaming session windows without a key: every row gets the same
+        # one (a rowtime is never NULL in a window), computed so that it is not folded away.
+        group_cols.append(F.col(f"`{time_field.col}`").isNotNull().alias(planner.fresh()))
     wcol = planner.fresh("_w")
     time_col = F.col(time_field.col)
     if window.struct_col is not None:
@@ -341,12 +368,17 @@ def window_aggregate(planner, rel: Rel, node: exp.Select, window: Window, keys: 
     else:
         raise planner.error(window.node, f"{window.kind} windows are not supported yet")
     aggs, agg_fields, agg_replacements = native.aggregate_columns(planner, rel, node)
-    df = rel.df.groupBy(spark_window.alias(wcol), *group_cols).agg(*aggs) if aggs else \
-        rel.df.groupBy(spark_window.alias(wcol), *group_cols).agg(F.count(F.lit(1)).alias("__n"))
+    grouped = rel.df.groupBy(spark_window.alias(wcol), *shown, *group_cols)
+    df = grouped.agg(*aggs) if aggs else grouped.agg(F.count(F.lit(1)).alias("__n"))
     out_fields, selected = [], []
     replaced = dict(replacements)
+    zone_columns = shown_columns(F.col(wcol), window.zone) if window.zone and not shown else {}
     for name, source in window_fields.items():
-        if name == "window_start":
+        if shown:
+            value = F.col(f"`{source.col}`")
+        elif zone_columns:
+            value = zone_columns[name]
+        elif name == "window_start":
             value = F.col(f"{wcol}.start")
         elif name == "window_end":
             value = F.col(f"{wcol}.end")
