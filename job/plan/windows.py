@@ -370,6 +370,13 @@ def window_aggregate(planner, rel: Rel, node: exp.Select, window: Window, keys: 
     aggs, agg_fields, agg_replacements = native.aggregate_columns(planner, rel, node)
     grouped = rel.df.groupBy(spark_window.alias(wcol), *shown, *group_cols)
     df = grouped.agg(*aggs) if aggs else grouped.agg(F.count(F.lit(1)).alias("__n"))
+    # Spark's windowed aggregation reads its state through a read-only store, and a
+    # state-writing operator later in the same stage (any engine operator, Spark's
+    # dropDuplicates…) looks for an open store anywhere below it in the stage and takes
+    # that one: "Can only upgrade readStore to writeStore with the same stateStoreId".
+    # A shuffle of the (small) aggregated rows ends the stage, so every operator that
+    # reads the windows opens a store of its own.
+    df = df.repartition(F.col(wcol), *[F.col(c) for c in key_cols])
     out_fields, selected = [], []
     replaced = dict(replacements)
     zone_columns = shown_columns(F.col(wcol), window.zone) if window.zone and not shown else {}
