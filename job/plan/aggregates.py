@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from job.changelog.specs import AggregateCall
 from job.plan import engine
 from job.plan.aggregate_calls import AggCall, aggregate_calls, parse_call
 from job.plan.relation import NET, SIGN, Field, Rel, flink_key
@@ -82,10 +83,9 @@ def group_aggregate(planner, rel: Rel, node: exp.Select) -> Rel:
         if call.condition is not None:
             cond = atr.condition(call.condition, "FILTER (WHERE …)")
             arg_sql = f"CASE WHEN {cond.sql} THEN {arg_sql if arg_sql is not None else '1'} END"
-        spec = {"fn": engine_name, "distinct": call.distinct, "name": f"r{i}",
-                "result": engine.spark_type_json(call.result)}
+        function, argument = engine_name, None
         if arg_sql is None:
-            spec["fn"] = "count_star"
+            function = "count_star"
         else:
             if engine_name in ("sum", "avg") and not (arg is None or arg.type.is_numeric or arg.type.is_null):
                 raise planner.error(call.node, f"{call.function.name} needs a numeric argument, not {arg.type}")
@@ -93,21 +93,19 @@ def group_aggregate(planner, rel: Rel, node: exp.Select) -> Rel:
                     engine_name in ("min", "max") or engine_name in ORDER_DEPENDENT):
                 raise planner.error(call.node, f"{call.function.name} of a {arg.type.summary(False)} value is not "
                                                "supported yet")
-            col = f"a{i}"
-            spec["arg"] = col
+            argument = f"a{i}"
             spark_type = arg.type.spark if arg is not None and not arg.type.is_null else "int"
-            staged_cols.append(F.expr(f"CAST({arg_sql} AS {spark_type})").alias(col))
-        if call.separator is not None:
-            spec["separator"] = call.separator
+            staged_cols.append(F.expr(f"CAST({arg_sql} AS {spark_type})").alias(argument))
         if call.ignore_nulls:
-            spec["fn"] = "array_agg_ignore_nulls"
-        specs.append(spec)
-    ordered = any(spec["fn"] in ORDER_DEPENDENT for spec in specs)
+            function = "array_agg_ignore_nulls"
+        specs.append(AggregateCall(function=function, column=f"r{i}",
+                                   result_type=engine.spark_type_json(call.result), argument=argument,
+                                   distinct=call.distinct, separator=call.separator))
+    ordered = any(spec.function in ORDER_DEPENDENT for spec in specs)
     positions = [F.col(engine.POSITION_MAJOR), F.col(engine.POSITION_MINOR)] \
         if ordered and engine.POSITION_MAJOR in rel.df.columns else []
     staged = planner.signed(rel).select(*staged_cols, F.col(SIGN), *positions)
-    result = engine.group_aggregate(planner, staged, gcols, specs, global_agg=not gcols,
-                                    append_only=rel.append_only, ordered=ordered)
+    result = engine.group_aggregate(planner, staged, gcols, specs, append_only=rel.append_only, ordered=ordered)
 
     fields, selected, replacements = [], [], {}
     for g, value, gcol in zip(group_exprs, group_values, gcols):

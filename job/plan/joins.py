@@ -13,6 +13,8 @@ from typing import Optional
 
 from sqlglot import exp
 
+from job.changelog.columns import SIDE, UPSERT_KIND, UPSERT_MAJOR, UPSERT_MINOR
+from job.changelog.specs import JoinSide
 from job.plan import engine
 from job.plan.join_condition import join_kind, on_text, split_condition
 from job.plan.relation import NET, SIGN, Field, PendingJoin, Rel
@@ -264,12 +266,12 @@ def join_input(planner, rel: Rel, keys, side: int, gates):
     key_parts = [F.when(null_key, F.lit(None)).otherwise(k).alias(f"__k{i}") for i, k in enumerate(keys)]
     columns = [F.col(f"`{c}`") for c in rel.cols()]
     if rel.pending_upsert is not None:  # fused: raw upserts, ordered by the join
-        return rel.df.select(*key_parts, F.lit(side).alias("__side"), F.lit(0).alias(SIGN), "kind", "seq_major",
-                             "seq_minor", *columns, null_key.alias(NO_KEY))
+        return rel.df.select(*key_parts, F.lit(side).alias(SIDE), F.lit(0).alias(SIGN), UPSERT_KIND, UPSERT_MAJOR,
+                             UPSERT_MINOR, *columns, null_key.alias(NO_KEY))
     df = planner.signed(rel)
-    return df.select(*key_parts, F.lit(side).alias("__side"), F.col(SIGN),
-                     F.lit(None).cast("string").alias("kind"), F.lit(None).cast("string").alias("seq_major"),
-                     F.lit(None).cast("long").alias("seq_minor"), *columns, null_key.alias(NO_KEY))
+    return df.select(*key_parts, F.lit(side).alias(SIDE), F.col(SIGN),
+                     F.lit(None).cast("string").alias(UPSERT_KIND), F.lit(None).cast("string").alias(UPSERT_MAJOR),
+                     F.lit(None).cast("long").alias(UPSERT_MINOR), *columns, null_key.alias(NO_KEY))
 
 
 def settle_join(planner, rel: Rel) -> Rel:
@@ -292,8 +294,8 @@ def settle_join(planner, rel: Rel) -> Rel:
             padded = binary and kind in ("right", "full")
         else:
             padded = pending.kinds[i - 1] in ("left", "full")
-        sides.append({"columns": schema.fieldNames(), "padded": padded, "upsert": i in pending.upsert_sides,
-                      "unique": i in pending.unique_sides, "passes_null_key": i in pending.passthrough})
+        sides.append(JoinSide(columns=tuple(schema.fieldNames()), padded=padded, upsert=i in pending.upsert_sides,
+                              unique=i in pending.unique_sides, passes_null_key=i in pending.passthrough))
     keys = [f"__k{i}" for i in range(len(pending.key_types))]
     joined = engine.join(planner, matched, keys, sides)
     columns = [c for schema in pending.schemas for c in schema.fieldNames()]

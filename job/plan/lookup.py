@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from job.changelog.specs import ConnectionProperty, LookupJoin
 from job.plan import engine
 from job.plan.relation import SIGN, Field, Rel
 from job.sql.flink import rules
@@ -81,19 +82,22 @@ def plan_lookup_join(planner, left, node, kind):
         gate = gate | ~F.coalesce(F.expr(tr.condition(g, "the JOIN condition").sql), F.lit(False))
     keys = [F.when(gate, F.lit(None)).otherwise(F.expr(v.sql)).alias(f"__lk{i}") for i, v in enumerate(key_values)]
     staged = df.select(*[F.col(f"`{c}`") for c in passed], *keys)
+    from pyspark.sql.types import StructField, StructType, _parse_datatype_string
+
     from job.connectors.jdbc import Database
 
     db = Database(planner.spark, table, options)
     props = db.properties()
-    types = {"type": "struct", "fields": [{"name": f"c{i}", "type": engine.spark_type_json(f.type), "nullable": True,
-                                           "metadata": {}} for i, f in enumerate(fields)]}
+    types = StructType([StructField(f"c{i}", _parse_datatype_string(f.type.spark), True)
+                        for i, f in enumerate(fields)])
     quote = db.dialect.quote if db.dialect is not None else (lambda n: n)
-    spec = {"url": db.url, "driver": db.driver_class, "property_names": sorted(props), "properties": props,
-            "table": options["table-name"], "columns": [quote(c.name) for c in table.physical_columns],
-            "types": types, "key_columns": [str(i) for i in key_columns],
-            "keys": [f"__lk{i}" for i in range(len(key_values))], "pass": passed, "left_outer": kind == "left",
-            "chunk": 1000}
-    out = engine.call(planner, "lookupJoin", staged, spec)
+    spec = LookupJoin(url=db.url, driver=db.driver_class,
+                      properties=tuple(ConnectionProperty(name, props[name]) for name in sorted(props)),
+                      table=options["table-name"], columns=tuple(quote(c.name) for c in table.physical_columns),
+                      column_types=types.json(), key_columns=tuple(key_columns),
+                      keys=tuple(f"__lk{i}" for i in range(len(key_values))), passed=tuple(passed),
+                      left_outer=kind == "left", chunk=1000)
+    out = engine.call(planner, spec, staged)
     out = out.select(*[F.col(f"`{c}`") for c in passed], *[F.col(f"r{i}").alias(f.col) for i, f in enumerate(fields)])
     if kind == "left":
         fields = [Field(f.name, f.qualifier, f.col, f.type.nullable_as(True)) for f in fields]

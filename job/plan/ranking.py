@@ -14,6 +14,8 @@ from typing import Optional
 
 from sqlglot import exp
 
+from job.changelog.columns import RANK
+from job.changelog.specs import SortKey
 from job.plan import engine
 from job.plan.relation import NET, SIGN, Field, Rel, conjuncts, keep_fields
 from job.sql.types import BIGINT_TYPE
@@ -160,7 +162,7 @@ def top_n(planner, inner: exp.Select, position: int, window: exp.Window, alias: 
     # that keeps the latest row: Flink's keeps the last of rows with equal event times.
     newest_first = (time_order and order_fields[-1].time == "proctime" and descending[-1]) or \
         (dedup and descending[0])
-    sort = [{"column": f.col, "descending": d, "nulls_first": not d} for f, d in zip(order_fields, descending)]
+    sort = [SortKey(column=f.col, descending=d, nulls_first=not d) for f, d in zip(order_fields, descending)]
     ranked = engine.rank(planner, df, pcols, [f.col for f in visible], sort, function, lower, upper,
                          rel.append_only, shows_rank, newest_first)
     rank_col = planner.fresh()
@@ -168,7 +170,7 @@ def top_n(planner, inner: exp.Select, position: int, window: exp.Window, alias: 
     selected = [F.col(f"`{f.col}`") for f in visible]
     if shows_rank:
         fields.append(Field(alias, None, rank_col, BIGINT_TYPE.nullable_as(False)))
-        selected.append(F.col("__rnk").alias(rank_col))
+        selected.append(F.col(RANK).alias(rank_col))
     partition_cols = frozenset(pcols) & frozenset(f.col for f in visible)
     unique = None
     if shows_rank and len(partition_cols) == len(pcols):
@@ -305,7 +307,7 @@ def _sorted_limit(planner, rel: Rel, order: exp.Order, lower: int, upper: int) -
         nulls_first = o.args.get("nulls_first")
         if nulls_first is not None and bool(nulls_first) != (not d):  # Flink: NULLs first ascending
             raise planner.error(o, "NULLS FIRST / NULLS LAST against Flink's default order is not supported yet")
-    sort = [{"column": f.col, "descending": d, "nulls_first": not d} for f, d in zip(fields, descending)]
+    sort = [SortKey(column=f.col, descending=d, nulls_first=not d) for f, d in zip(fields, descending)]
     newest_first = fields[-1].time == "proctime" and descending[-1]
     ranked = engine.rank(planner, without_event_time(planner.signed(rel)), [], [f.col for f in rel.fields], sort,
                          "row_number", lower, upper, rel.append_only, False, newest_first)

@@ -13,14 +13,15 @@ from typing import Optional
 
 from sqlglot import exp
 
+from job.changelog import columns
 from job.errors import PipelineError
 from job.sql.flink.translate import Scope, Typed, field_access
 from job.sql.types import LogicalType
 
-SIGN = "__sign"
+SIGN = columns.SIGN
 # An operator's per-row net effect on an upsert sink ('+U', '-D' or NULL), valid while
 # Rel.net_key is set: see the engine's net ops and plan.sink.
-NET = "__net"
+NET = columns.NET
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from job.changelog.columns import SIDE
+from job.changelog.specs import TemporalJoin
 from job.plan import engine
 from job.plan.event_time import BARRIER, barrier, time_attributes_kept, waits, without_event_time
 from job.plan.relation import SIGN, Field, Rel
@@ -232,17 +234,17 @@ def _join(planner, left: Rel, right: Rel, pairs, kind: str, time_field: Field, g
     lcols, rcols = left.cols(), right.cols()
     # The barrier goes into the operator's input (so Spark keeps it): the filters below
     # then stay above the watermark (see job.plan.event_time.barrier).
-    ldf = barrier(left.df).select(*lkeys, F.lit(0).alias("__side"),
+    ldf = barrier(left.df).select(*lkeys, F.lit(0).alias(SIDE),
                                   F.expr(f"unix_millis(`{time_field.col}`)").alias("__t"),
                                   F.lit(None).cast("boolean").alias(RETRACT), *[F.col(f"`{c}`") for c in lcols],
                                   lnone.alias("__no_key"), F.col(BARRIER))
-    rdf = barrier(right.df).filter(~rnone).select(*rkeys, F.lit(1).alias("__side"),
+    rdf = barrier(right.df).filter(~rnone).select(*rkeys, F.lit(1).alias(SIDE),
                                                   F.expr(f"unix_millis(`{right_time.col}`)").alias("__t"),
                                                   F.col(RETRACT), *[F.col(f"`{c}`") for c in rcols], F.col(BARRIER))
     matched = ldf.filter(~F.col("__no_key")).drop("__no_key").unionByName(rdf, allowMissingColumns=True)
-    spec = {"keys": [f"__k{i}" for i in range(len(pairs))], "left": lcols, "right": rcols, "side": "__side",
-            "time": "__t", "retract": RETRACT, "left_outer": kind == "left"}
-    out = engine.call(planner, "temporalJoin", without_event_time(matched), spec)
+    spec = TemporalJoin(keys=tuple(f"__k{i}" for i in range(len(pairs))), left=tuple(lcols), right=tuple(rcols),
+                        time="__t", retract=RETRACT, left_outer=kind == "left")
+    out = engine.call(planner, spec, without_event_time(matched))
     if kind == "left":
         # A left row whose key is NULL (or fails the left side's ON condition) matches no
         # version: emitted padded, without waiting.

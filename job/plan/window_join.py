@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from job.changelog.columns import SIDE
+from job.changelog.specs import WindowJoin
 from job.plan import engine
 from job.plan.event_time import BARRIER, barrier, time_attributes_kept, waits, without_event_time
 from job.plan.relation import Field, Rel
@@ -82,7 +84,7 @@ def plan_window_join(planner, left: Rel, right: Rel, node: exp.Join, kind: str, 
         for c in cols:
             no_key = no_key | c.isNull()
         return barrier(rel.df).select(*[c.alias(f"__k{i}") for i, c in enumerate(cols)],
-                                      F.lit(number).alias("__side"), (F.expr(f"unix_millis({end})") - 1).alias("__t"),
+                                      F.lit(number).alias(SIDE), (F.expr(f"unix_millis({end})") - 1).alias("__t"),
                                       *[F.col(f"`{c}`") for c in rel.cols()], no_key.alias("__no_key"),
                                       F.col(BARRIER))
 
@@ -90,9 +92,9 @@ def plan_window_join(planner, left: Rel, right: Rel, node: exp.Join, kind: str, 
     rdf = side(right, rvals, 1, end_col["right"])
     matched = ldf.filter(~F.col("__no_key")).unionByName(rdf.filter(~F.col("__no_key")), allowMissingColumns=True)
     lcols, rcols = left.cols(), right.cols()
-    spec = {"keys": [f"__k{i}" for i in range(len(pairs))], "left": lcols, "right": rcols, "side": "__side",
-            "time": "__t", "pad_left": kind in ("left", "full"), "pad_right": kind in ("right", "full")}
-    out = engine.call(planner, "windowJoin", without_event_time(matched.drop("__no_key")), spec)
+    spec = WindowJoin(keys=tuple(f"__k{i}" for i in range(len(pairs))), left=tuple(lcols), right=tuple(rcols),
+                      time="__t", pad_left=kind in ("left", "full"), pad_right=kind in ("right", "full"))
+    out = engine.call(planner, spec, without_event_time(matched.drop("__no_key")))
     # A row with a NULL key never matches: an outer side emits it padded at once.
     ltypes = {c: t for c, t in ldf.dtypes}
     rtypes = {c: t for c, t in rdf.dtypes}

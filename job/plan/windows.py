@@ -169,6 +169,7 @@ def session_windows(planner, rel: Rel, window: Window, time_field: Field, window
     other windows, so Spark's aggregation can group by it."""
     from pyspark.sql import functions as F
 
+    from job.changelog.specs import SessionRows
     from job.plan import engine
     from job.plan.event_time import without_event_time
 
@@ -178,9 +179,9 @@ def session_windows(planner, rel: Rel, window: Window, time_field: Field, window
     staged = rel.df.select(*[F.expr(k.sql).alias(f"__k{i}") for i, k in enumerate(keys)],
                            *[F.col(f"`{c}`") for c in rel.cols()],
                            F.expr(f"unix_millis(`{time_field.col}`)").alias("__t"))
-    out = engine.call(planner, "sessionRows", without_event_time(staged),
-                      {"keys": [f"__k{i}" for i in range(len(keys))], "row": rel.cols(), "time": "__t",
-                       "gap_ms": window.gap_ms})
+    spec = SessionRows(keys=tuple(f"__k{i}" for i in range(len(keys))), row=tuple(rel.cols()), time="__t",
+                       gap_ms=window.gap_ms)
+    out = engine.call(planner, spec, without_event_time(staged))
     waits(planner, window.gap_ms)
     window.struct_col = planner.fresh("_w")
     struct = F.struct(F.expr("timestamp_millis(__start)").alias("start"), F.expr("timestamp_millis(__end)").alias("end"))
