@@ -23,7 +23,10 @@ final class Harness {
 
   Harness(StatefulProcessor<Row, Row, Row> op, boolean eventTime) {
     tester = new TwsTester<>(op, CollectionConverters.asScala(new ArrayList<scala.Tuple2<Row, Object>>()).toList(),
-        eventTime ? TimeMode.EventTime() : TimeMode.None(), OutputMode.Append(), Option.empty());
+        eventTime ? TimeMode.EventTime() : TimeMode.None(), OutputMode.Append(),
+        // The harness drops rows at or before the watermark by this time; the planner's input
+        // to these operators carries no event-time mark, so Spark drops none: neither here.
+        eventTime ? Option.apply((scala.Function1<Row, Object>) row -> Long.MAX_VALUE) : Option.empty());
   }
 
   static Harness of(StatefulProcessor<Row, Row, Row> op) {
