@@ -326,22 +326,25 @@ public final class Engine {
    */
   public static Dataset<Row> lookupJoin(Dataset<Row> input, String json) {
     LookupJoin s = Specs.read(json, LookupJoin.class);
-    StructType schema = input.schema();
-    java.util.Properties properties = new java.util.Properties();
-    for (ConnectionProperty p : s.properties()) {
-      properties.setProperty(p.name(), p.value());
-    }
+    streamsql.engine.LookupJoin join = lookupJoinOp(s, input.schema());
+    StructType out = Schemas.select(input.schema(), s.passed());
     StructType types = s.columnStruct();
-    int[] keyColumnAt = s.keyColumns().stream().mapToInt(Integer::intValue).toArray();
-    streamsql.engine.LookupJoin join = new streamsql.engine.LookupJoin(s.url(), s.driver(), properties, s.table(),
-        s.columns(), types, keyColumnAt, Schemas.indices(schema, s.keys()), Schemas.indices(schema, s.passed()),
-        s.leftOuter(), (int) s.chunk());
-    StructType out = Schemas.select(schema, s.passed());
     for (int i = 0; i < types.length(); i++) {
       out = out.add("r" + i, types.fields()[i].dataType(), true);
     }
     return input.mapPartitions((org.apache.spark.api.java.function.MapPartitionsFunction<Row, Row>) join::apply,
         Encoders.row(out));
+  }
+
+  static streamsql.engine.LookupJoin lookupJoinOp(LookupJoin s, StructType schema) {
+    java.util.Properties properties = new java.util.Properties();
+    for (ConnectionProperty p : s.properties()) {
+      properties.setProperty(p.name(), p.value());
+    }
+    int[] keyColumnAt = s.keyColumns().stream().mapToInt(Integer::intValue).toArray();
+    return new streamsql.engine.LookupJoin(s.url(), s.driver(), properties, s.table(), s.columns(), s.columnStruct(),
+        keyColumnAt, Schemas.indices(schema, s.keys()), Schemas.indices(schema, s.passed()), s.leftOuter(),
+        (int) s.chunk());
   }
 
   /** Window Top-N / deduplication. Output: row columns (and __rnk); append-only. */
