@@ -10,10 +10,12 @@ expression. Windowed aggregation (window TVFs, legacy group windows) is planned 
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sqlglot import exp
 
 from job.changelog.specs import AggregateCall
-from job.plan import engine
+from job.plan import engine, nodes
 from job.plan.aggregate_calls import AggCall, aggregate_calls, parse_call
 from job.plan.relation import NET, SIGN, Field, Rel, flink_key
 from job.sql.flink.translate import Typed
@@ -125,10 +127,12 @@ def group_aggregate(planner, rel: Rel, node: exp.Select) -> Rel:
     group_cols = frozenset(f.col for f in fields[: len(gcols)])
     agg_rel = Rel(result.select(*selected, F.col(SIGN), F.col(NET)), fields,
                   append_only=False, unique_key=group_cols, net_key=group_cols if gcols else None,
-                  steps=rel.steps + [
+                  steps=rel.steps + [nodes.engine(
+                      "aggregate", "aggregate",
                       f"aggregate by ({', '.join(planner.current.flink_sql(g) for g in group_exprs) or 'nothing: one global row'}) "
-                      f"computing {', '.join(planner.current.flink_sql(c.node) for c in calls) or 'distinct rows'} "
-                      f"[engine: aggregate; stateful; retracts the old result row on every change]"])
+                      f"computing {', '.join(planner.current.flink_sql(c.node) for c in calls) or 'distinct rows'}",
+                      "engine: aggregate; stateful; retracts the old result row on every change",
+                      keys=[planner.current.flink_sql(g) for g in group_exprs], spec=planner.spec_for("aggregate"))])
     if node.args.get("having"):
         agg_rel = planner.filter(agg_rel, node.args["having"].this, "HAVING", replacements)
     out = planner.project(agg_rel, node.expressions, replacements)
@@ -157,8 +161,8 @@ def group_by_all(planner, rel: Rel) -> Rel:
                 rel.steps, computed=rel.computed)
     out = group_aggregate(planner, named, node)
     out.fields = [Field(f.name, None, o.col, o.type) for f, o in zip(rel.fields, out.fields)]
-    out.steps = out.steps[:-1] + [f"distinct rows of ({', '.join(f.name for f in rel.fields)}) [engine: aggregate; "
-                                  "stateful; retracts the old result row on every change]"]
+    out.steps = out.steps[:-1] + [replace(out.steps[-1], kind="distinct", keys=tuple(f.name for f in rel.fields),
+                                          text=f"distinct rows of ({', '.join(f.name for f in rel.fields)})")]
     return out
 
 

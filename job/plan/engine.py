@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from job.changelog import columns, specs
 from job.changelog.jvm import run_operator
+from job.plan import nodes
 from job.plan.relation import SIGN, Rel
 
 
 def call(planner, spec, df):
     """Run the engine operator ``spec`` (job.changelog.specs) describes over ``df``."""
+    planner.ran(spec)
     return run_operator(planner.spark, spec, df)
 
 
@@ -47,7 +49,9 @@ def normalize(planner, rel: Rel) -> Rel:
     positions = [POSITION_MAJOR, POSITION_MINOR] if planner.keeps_positions else []
     return Rel(out.select(*cols, SIGN, *positions), rel.fields, append_only=False, unique_key=rel.unique_key,
                computed=rel.computed,
-               steps=rel.steps + ["normalize by PRIMARY KEY into retractions [stateful]"])
+               steps=rel.steps + [nodes.engine("normalize", "normalize", "normalize by PRIMARY KEY into retractions",
+                                               "stateful", spec=planner.spec_for("normalize"),
+                                               keys=[f.name for f in rel.fields if f.col in rel.pending_upsert])])
 
 
 def group_aggregate(planner, staged, group_cols: list[str], calls: list[specs.AggregateCall],

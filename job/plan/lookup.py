@@ -18,7 +18,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from job.changelog.specs import ConnectionProperty, LookupJoin
-from job.plan import engine
+from job.plan import engine, nodes
 from job.plan.relation import SIGN, Field, Rel
 from job.sql.flink import rules
 
@@ -102,8 +102,10 @@ def plan_lookup_join(planner, left, node, kind):
     if kind == "left":
         fields = [Field(f.name, f.qualifier, f.col, f.type.nullable_as(True)) for f in fields]
     on = ", ".join(planner.current.flink_sql(a) + " = " + planner.current.flink_sql(b) for a, b in pairs)
-    step = (f"{kind} lookup join of {table.name} on {on} [engine: lookupJoin; each task queries the database for its "
-            "rows' keys, in chunks; no state]")
+    step = nodes.engine("lookup_join", "lookupJoin", f"{kind} lookup join of {table.name} on {on}",
+                        "engine: lookupJoin; each task queries the database for its rows' keys, in chunks; no state",
+                        keys=tuple(planner.current.flink_sql(a) for a, _ in pairs), stateful=False,
+                        spec=planner.spec_for("lookupJoin"))
     rel = Rel(out, left.fields + fields, left.append_only, None, left.steps + [step], computed=left.computed)
     for cond in right_only + mixed:
         rel = planner.filter(rel, cond, "the JOIN condition")

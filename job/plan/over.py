@@ -21,7 +21,7 @@ from typing import Optional
 from sqlglot import exp
 
 from job.changelog.specs import AggregateCall, Over
-from job.plan import engine
+from job.plan import engine, nodes
 from job.plan.event_time import time_attributes_kept, waits, without_event_time
 from job.plan.relation import Field, Rel, flink_key
 from job.sql.flink.casts import interval_millis
@@ -105,10 +105,13 @@ def plan_over(planner, rel: Rel, node: exp.Select) -> Rel:
                  f"{frame.preceding}" if frame.rows else f"{frame.preceding} ms")
     frame_text = f"frame: {'ROWS' if frame.rows else 'RANGE'} BETWEEN {preceding} PRECEDING AND CURRENT ROW"
     over_rel = Rel(out.select(*selected), fields, True, rel.unique_key,
-                   rel.steps + [f"over aggregation {', '.join(planner.current.flink_sql(c) for c in dict.fromkeys(calls))}"
-                                f" ({frame_text}) [engine: over, on {time_field.time.replace('time', ' time')}; "
-                                + ("a row is emitted once the watermark passes its time, late rows dropped]"
-                                   if time_field.time == "rowtime" else "each row is emitted as it arrives]")],
+                   rel.steps + [nodes.engine(
+                       "over", "over",
+                       f"over aggregation {', '.join(planner.current.flink_sql(c) for c in dict.fromkeys(calls))}"
+                       f" ({frame_text})", f"engine: over, on {time_field.time.replace('time', ' time')}; "
+                       + ("a row is emitted once the watermark passes its time, late rows dropped"
+                          if time_field.time == "rowtime" else "each row is emitted as it arrives"),
+                       keys=frame.partition, spec=planner.spec_for("over"))],
                  computed=rel.computed)
     projected = planner.project(over_rel, node.expressions, replacements)
     if node.args.get("distinct"):

@@ -20,6 +20,7 @@ from job.connectors.base import SinkContext
 from job.connectors.registry import validate_options
 from job.errors import PipelineError
 from job.plan.analyze import check_streaming
+from job.plan.nodes import has_engine, is_stateful
 from job.plan.program import Program
 
 
@@ -28,15 +29,36 @@ class QueryPlan:
     name: str
     insert_index: int
     sink_table: str
-    engine: str                        # 'native' or 'changelog'
     sink_mode: str
     checkpoint: str
-    steps: list[str]
+    nodes: tuple                       # the typed plan (job.plan.nodes.PlanNode), each step after its inputs
+    append_only: bool                  # the query's result only inserts rows
     writer: object = None
     dead_letters: list = field(default_factory=list)   # (name, writer, checkpoint)
     observed: list = field(default_factory=list)
     end_of_input: object = None        # for queries with event-time state: how --once closes their windows
     bounded: bool = False              # every table the query reads ends (it runs to completion)
+
+    @property
+    def engine(self) -> str:
+        """'changelog' when a step runs on the engine or the result is a changelog (its
+        rows are updated or retracted), else 'native': Spark's own operators only."""
+        return "changelog" if not self.append_only or has_engine(self.nodes) else "native"
+
+    @property
+    def stateful(self) -> bool:
+        """Does a step keep state across micro-batches (the engine's or Spark's own)?"""
+        return is_stateful(self.nodes)
+
+    @property
+    def steps(self) -> list[str]:
+        """The steps ``--explain`` lists, as it words them."""
+        return [str(n) for n in self.nodes if n.shown]
+
+    def mode(self) -> str:
+        """How the query runs: 'micro-batch' (the one mode today). Real-time mode, when
+        it comes, is chosen here from the nodes (every operator record-by-record safe)."""
+        return "micro-batch"
 
 
 def unwatched(sink, _key: str):
@@ -90,14 +112,12 @@ def plan_insert(spark, program: Program, index: int, *, checkpoint_dir: str, sou
     rel = planner.plan(insert.parsed)
     sink = watch_sink(connector.create_sink(SinkContext(spark, table, options, checkpoint, offline=offline)), checkpoint)
     sink_plan = plan_sink(planner, rel, table, connector, sink, insert.column_names)
-    steps = rel.steps + sink_plan.steps
-    engine = "changelog" if (not rel.append_only or any("[stateful" in s for s in steps)) else "native"
     if rel.append_only:
         check_streaming(spark, rel.df, insert.query_origin, insert.query,
                         insert.source.text if insert.source else None, f"the query of INSERT INTO {insert.table}")
     opened = reading.opened
-    plan = QueryPlan(name, index, table.name, engine, sink_plan.mode, checkpoint, steps, sink_plan.writer,
-                     observed=opened.observed, bounded=not opened.unbounded)
+    plan = QueryPlan(name, index, table.name, sink_plan.mode, checkpoint, tuple(rel.steps + sink_plan.steps),
+                     rel.append_only, sink_plan.writer, observed=opened.observed, bounded=not opened.unbounded)
     end_of_input = reading.end_of_input
     if planner.event_time_span_ms is not None and end_of_input.tables:
         end_of_input.span_ms = planner.event_time_span_ms

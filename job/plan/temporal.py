@@ -27,7 +27,7 @@ from sqlglot import exp
 
 from job.changelog.columns import SIDE
 from job.changelog.specs import TemporalJoin
-from job.plan import engine
+from job.plan import engine, nodes
 from job.plan.event_time import BARRIER, barrier, time_attributes_kept, waits, without_event_time
 from job.plan.relation import SIGN, Field, Rel
 from job.sql.flink import rules
@@ -110,8 +110,8 @@ def versioned(planner, node: exp.Table) -> Rel:
             _check_versioned(planner, rel, node)
             df = rel.df.select(*[F.col(f"`{c}`") for c in rel.cols()], F.lit(False).alias(RETRACT))
             return Rel(df, rel.fields, False, rel.unique_key,
-                       rel.steps + [f"versions: the rows view {view.name} deduplicates by ({', '.join(keys)}), "
-                                    "each valid from its event time"])
+                       rel.steps + [nodes.spark("versions", f"versions: the rows view {view.name} deduplicates by "
+                                                f"({', '.join(keys)}), each valid from its event time", keys=keys)])
     if table is None:
         rel = planner.settle(planner.relation(bare))
         _check_versioned(planner, rel, node)
@@ -119,7 +119,8 @@ def versioned(planner, node: exp.Table) -> Rel:
         # the update-before of an upsert, dropped like Flink drops it.
         df = planner.signed(rel).filter(F.col(SIGN) > 0).select(*[F.col(f"`{c}`") for c in rel.cols()],
                                                                   F.lit(False).alias(RETRACT))
-        return Rel(df, rel.fields, False, rel.unique_key, rel.steps + ["versions: the view's rows by key"])
+        return Rel(df, rel.fields, False, rel.unique_key,
+                   rel.steps + [nodes.spark("versions", "versions: the view's rows by key")])
     from job.plan.scan import table_fields
 
     stream = planner.open_source(table)
@@ -135,7 +136,8 @@ def versioned(planner, node: exp.Table) -> Rel:
     else:
         df = df.filter(F.col("__kind") != "-U").select(*renamed, (F.col("__kind") == "-D").alias(RETRACT))
         what = "changelog without update-before rows"
-    rel = Rel(df, fields, False, pk, [f"scan {table.name}: versioned table ({what})"])
+    rel = Rel(df, fields, False, pk, [nodes.scan(f"scan {table.name}: versioned table ({what})",
+                                                 keys=table.primary_key or (), table=table)])
     _check_versioned(planner, rel, node)
     return rel
 
@@ -257,7 +259,10 @@ def _join(planner, left: Rel, right: Rel, pairs, kind: str, time_field: Field, g
     rfields = right.fields if kind == "inner" else [Field(f.name, f.qualifier, f.col, f.type.nullable_as(True), f.time)
                                                      for f in right.fields]
     on = ", ".join(planner.current.flink_sql(a) + " = " + planner.current.flink_sql(b) for a, b in pairs)
-    step = (f"{kind} temporal join FOR SYSTEM_TIME AS OF {time_field.name} on {on} [engine: temporalJoin; a left row "
-            "is joined with the version valid at its time once the watermark passes it]")
+    step = nodes.engine("temporal_join", "temporalJoin",
+                        f"{kind} temporal join FOR SYSTEM_TIME AS OF {time_field.name} on {on}",
+                        "engine: temporalJoin; a left row is joined with the version valid at its time once the "
+                        "watermark passes it", keys=tuple(planner.current.flink_sql(a) for a, _ in pairs),
+                        spec=planner.spec_for("temporalJoin"), inputs=2)
     return Rel(out, left.fields + rfields, True, None, left.steps + right.steps + [step],
                computed=left.computed | right.computed)

@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from job.changelog.columns import SIDE
 from job.changelog.specs import WindowJoin
-from job.plan import engine
+from job.plan import engine, nodes
 from job.plan.event_time import BARRIER, barrier, time_attributes_kept, waits, without_event_time
 from job.plan.relation import Field, Rel
 from job.sql.flink import rules
@@ -113,8 +113,10 @@ def plan_window_join(planner, left: Rel, right: Rel, node: exp.Join, kind: str, 
     lfields = nullable(left.fields) if kind in ("right", "full") else left.fields
     rfields = nullable(right.fields) if kind in ("left", "full") else right.fields
     on = ", ".join(planner.current.flink_sql(a) + " = " + planner.current.flink_sql(b) for a, b in pairs)
-    step = (f"{kind} window join on {on} [engine: windowJoin; a window's rows are joined once the watermark passes "
-            "its end]")
+    step = nodes.engine("window_join", "windowJoin", f"{kind} window join on {on}",
+                        "engine: windowJoin; a window's rows are joined once the watermark passes its end",
+                        keys=tuple(planner.current.flink_sql(a) for a, _ in pairs), spec=planner.spec_for("windowJoin"),
+                        inputs=2)
     rel = Rel(out, lfields + rfields, True, None, left.steps + right.steps + [step],
               computed=left.computed | right.computed)
     for cond in extra:

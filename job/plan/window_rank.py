@@ -14,7 +14,7 @@ from sqlglot import exp
 
 from job.changelog.columns import RANK
 from job.changelog.specs import SortKey, WindowRank
-from job.plan import engine
+from job.plan import engine, nodes
 from job.plan.event_time import time_attributes_kept, waits, without_event_time
 from job.plan.relation import Field, Rel
 from job.sql.types import BIGINT_TYPE
@@ -49,8 +49,10 @@ def plan_window_rank(planner, rel: Rel, partition: list, pcols: list, visible: l
         fields.append(Field(alias, None, rank_col, BIGINT_TYPE.nullable_as(False)))
         selected.append(F.col(RANK).alias(rank_col))
     what = "window deduplication" if upper == 1 and lower == 1 else f"window top {upper}"
-    step = (f"{what} by row_number() over ({', '.join(planner.current.flink_sql(p) for p in partition)}) order by "
-            f"{', '.join(planner.current.flink_sql(o) for o in order.expressions)} [engine: windowRank; a window's "
-            "rows are ranked once the watermark passes its end]")
+    step = nodes.engine("window_rank", "windowRank",
+                        f"{what} by row_number() over ({', '.join(planner.current.flink_sql(p) for p in partition)}) "
+                        f"order by {', '.join(planner.current.flink_sql(o) for o in order.expressions)}",
+                        "engine: windowRank; a window's rows are ranked once the watermark passes its end",
+                        keys=tuple(planner.current.flink_sql(p) for p in partition), spec=planner.spec_for("windowRank"))
     out = time_attributes_kept(ranked.select(*selected), rel.df, fields)
     return Rel(out, fields, True, None, rel.steps + [step], computed=rel.computed)

@@ -27,6 +27,7 @@ from typing import Optional
 
 from sqlglot import exp
 
+from job.plan import nodes
 from job.plan.event_time import waits
 from job.plan.relation import Field, Rel, flink_key
 from job.sql.flink.casts import interval_millis
@@ -139,12 +140,14 @@ def plan_window_tvf(planner, node: WindowTVF) -> Rel:
         # Sessions of all the input's rows: a WHERE of this query filters the rows after
         # (as in Flink; only a window aggregation assigns sessions to filtered rows).
         df = session_windows(planner, rel, window, time_field, window_fields)
-        steps = rel.steps + [f"session windows on {time_field.name} [engine: sessionRows; a session's rows wait until "
-                             "the watermark passes its end, then come out with window_start, window_end, window_time]"]
+        steps = rel.steps + [nodes.engine("session_windows", "sessionRows", f"session windows on {time_field.name}",
+                                          "engine: sessionRows; a session's rows wait until the watermark passes its "
+                                          "end, then come out with window_start, window_end, window_time",
+                                          spec=planner.spec_for("sessionRows"))]
     else:
         df = assign_windows(planner, rel, window, time_field, window_fields)
-        steps = rel.steps + [f"{node.this.lower()} windows on {time_field.name}: window_start, window_end, "
-                             "window_time added to each row [stateless]"]
+        steps = rel.steps + [nodes.spark("windows", f"{node.this.lower()} windows on {time_field.name}: window_start, "
+                                         "window_end, window_time added to each row", "stateless")]
     return Rel(df, fields, rel.append_only, rel.unique_key if node.this in ("TUMBLE", "SESSION") else None, steps,
                window=window, window_fields=window_fields)
 
@@ -169,6 +172,7 @@ def session_windows(planner, rel: Rel, window: Window, time_field: Field, window
     other windows, so Spark's aggregation can group by it."""
     from pyspark.sql import functions as F
 
+    from job.changelog.columns import SESSION_END, SESSION_START
     from job.changelog.specs import SessionRows
     from job.plan import engine
     from job.plan.event_time import without_event_time
@@ -184,7 +188,8 @@ def session_windows(planner, rel: Rel, window: Window, time_field: Field, window
     out = engine.call(planner, spec, without_event_time(staged))
     waits(planner, window.gap_ms)
     window.struct_col = planner.fresh("_w")
-    struct = F.struct(F.expr("timestamp_millis(__start)").alias("start"), F.expr("timestamp_millis(__end)").alias("end"))
+    struct = F.struct(F.timestamp_millis(F.col(SESSION_START)).alias("start"),
+                      F.timestamp_millis(F.col(SESSION_END)).alias("end"))
     df = out.select(*[F.col(f"`{c}`") for c in rel.cols()], struct.alias(window.struct_col, metadata=metadata or None))
     w = F.col(window.struct_col)
     columns = {"window_start": w["start"], "window_end": w["end"],
@@ -378,9 +383,10 @@ def window_aggregate(planner, rel: Rel, node: exp.Select, window: Window, keys: 
         out_fields.append(field)
     replaced.update(agg_replacements)
     agg_rel = Rel(df.select(*selected), out_fields, True,
-                  steps=rel.steps + [f"{window.kind.lower()} window aggregation on {planner.current.flink_sql(window.time)}"
-                                     " [Spark's windowed aggregation; a window is emitted once the watermark passes "
-                                     "its end]"])
+                  steps=rel.steps + [nodes.spark("window_aggregate", f"{window.kind.lower()} window aggregation on "
+                                                 f"{planner.current.flink_sql(window.time)}",
+                                                 "Spark's windowed aggregation; a window is emitted once the watermark "
+                                                 "passes its end", stateful=True)])
     if node.args.get("having"):
         agg_rel = planner.filter(agg_rel, node.args["having"].this, "HAVING", replaced)
     return planner.project(agg_rel, node.expressions, replaced)
