@@ -222,13 +222,33 @@ class SessionRows:
     gap_ms: int                  # the session gap
 
 
+# ------------------------------------------------------------------ expressions
+
+@dataclass(frozen=True)
+class DecodedColumn:
+    """One column the fast JSON decoder reads."""
+    name: str                    # its field name in the record
+    kind: str                    # Spark's name of its type: string, byte, short, integer, long, float,
+                                 # double, boolean or decimal(p,s)
+
+
+@dataclass(frozen=True)
+class JsonDecoding:
+    """The engine's fast JSON decoder (engine/…/formats/FastJson.java), a column
+    expression rather than an operator: job.formats.fast_json."""
+    envelope: str                # row (the json format) or debezium (debezium-json)
+    payload: bool                # Debezium's schema-include: the change is inside "payload"
+    columns: tuple[DecodedColumn, ...]
+
+
 OPERATORS = (Normalize, Aggregate, Join, Materialize, NetChanges, Rank, CurrentWatermark, Over, TemporalJoin,
              LookupJoin, WindowRank, WindowJoin, SessionRows)
-PARTS = (SortKey, AggregateCall, JoinSide, ConnectionProperty)
+EXPRESSIONS = (JsonDecoding,)
+PARTS = (SortKey, AggregateCall, JoinSide, ConnectionProperty, DecodedColumn)
 
 
 def to_json(spec) -> str:
     """The one serialization of a spec (nested specs as objects, tuples as arrays)."""
-    if not dataclasses.is_dataclass(spec) or type(spec) not in OPERATORS:
-        raise TypeError(f"not an engine operator's spec: {spec!r}")
+    if not dataclasses.is_dataclass(spec) or type(spec) not in OPERATORS + EXPRESSIONS:
+        raise TypeError(f"not a spec the engine reads: {spec!r}")
     return json.dumps(dataclasses.asdict(spec), separators=(",", ":"))

@@ -30,7 +30,7 @@ def kind(hint) -> str:
 
 def python_schema() -> dict:
     out = {}
-    for cls in specs.OPERATORS + specs.PARTS:
+    for cls in specs.OPERATORS + specs.EXPRESSIONS + specs.PARTS:
         hints = typing.get_type_hints(cls)
         out[cls.__name__] = {f.name: kind(hints[f.name]) for f in dataclasses.fields(cls)}
     return out
@@ -67,7 +67,7 @@ def test_python_and_java_know_the_same_fields_of_every_spec(spark):
         assert java[name] == python[name], f"{name}: Java's fields differ from specs.py's"
 
 
-@pytest.mark.parametrize("cls", specs.OPERATORS, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", specs.OPERATORS + specs.EXPRESSIONS, ids=lambda c: c.__name__)
 def test_a_spec_written_by_python_is_read_by_java_field_for_field(spark, cls):
     spec = example(cls)
     loader, record = _engine_class(spark, f"streamsql.engine.spec.{cls.__name__}")

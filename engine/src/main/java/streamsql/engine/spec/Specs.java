@@ -25,12 +25,14 @@ import streamsql.engine.Columns;
 public final class Specs {
   private Specs() {}
 
-  /** The operators' records, then the records they are made of (as specs.py lists them). */
+  /** The operators' records, the expressions', then the records they are made of (as specs.py lists them). */
   public static final List<Class<? extends Record>> OPERATORS = List.of(Normalize.class, Aggregate.class, Join.class,
       Materialize.class, NetChanges.class, Rank.class, CurrentWatermark.class, Over.class, TemporalJoin.class,
       LookupJoin.class, WindowRank.class, WindowJoin.class, SessionRows.class);
+  /** What the engine's column expressions read (not operators). */
+  public static final List<Class<? extends Record>> EXPRESSIONS = List.of(JsonDecoding.class);
   public static final List<Class<? extends Record>> PARTS = List.of(SortKey.class, AggregateCall.class,
-      JoinSide.class, ConnectionProperty.class);
+      JoinSide.class, ConnectionProperty.class, DecodedColumn.class);
 
   private static final ObjectMapper JSON = JsonMapper.builder()
       .propertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE)
@@ -65,7 +67,7 @@ public final class Specs {
    */
   public static String schema() {
     Map<String, Map<String, String>> out = new LinkedHashMap<>();
-    for (List<Class<? extends Record>> group : List.of(OPERATORS, PARTS)) {
+    for (List<Class<? extends Record>> group : List.of(OPERATORS, EXPRESSIONS, PARTS)) {
       for (Class<? extends Record> type : group) {
         Map<String, String> fields = new LinkedHashMap<>();
         for (RecordComponent c : type.getRecordComponents()) {
