@@ -3,7 +3,6 @@ engine, its sink's feed, its checkpoint and its plan's steps — as text, or as 
 (``--explain-format json``) with each step's fields (job.plan.nodes) and the plan as a tree."""
 from __future__ import annotations
 
-from job.catalog import table_mode
 from job.connectors.registry import describe
 from job.plan.program import Program
 
@@ -13,7 +12,7 @@ def explain_lines(program: Program, plans: list, checkpoint_dir: str) -> list[st
              f"{len(plans)} queries; checkpoints under {checkpoint_dir}"]
     for key, table in sorted(program.catalog.tables.items()):
         opts = describe(table.options)
-        lines.append(f"  table {table.name} [{opts.get('connector')}, {table_mode(table)}]"
+        lines.append(f"  table {table.name} [{opts.get('connector')}, {program.catalog.bound_table(key).mode}]"
                      f"{' PRIMARY KEY (' + ', '.join(table.primary_key) + ')' if table.primary_key else ''}: "
                      + ", ".join(f"{k}={v}" for k, v in sorted(opts.items()) if k != "connector"))
     for key, function in sorted(program.catalog.functions.items()):
@@ -38,7 +37,7 @@ def explain_json(program: Program, plans: list, checkpoint_dir: str) -> dict:
     tables = []
     for key, table in sorted(program.catalog.tables.items()):
         opts = describe(table.options)
-        tables.append({"name": table.name, "connector": opts.get("connector"), "mode": table_mode(table),
+        tables.append({"name": table.name, "connector": opts.get("connector"), "mode": program.catalog.bound_table(key).mode,
                        "primary_key": list(table.primary_key or ()),
                        "options": {k: v for k, v in sorted(opts.items()) if k != "connector"}})
     functions = [{"name": f.name, "class": f.class_name, "language": f.language, "system": f.system,

@@ -26,14 +26,14 @@ from job.sql.flink import rules
 def plan_lookup_join(planner, left, node, kind):
     from pyspark.sql import functions as F
 
-    from job.connectors.registry import validate_options
     from job.plan import join_condition
     from job.sql.flink.columns import column_type
 
     right_node = node.this
     name = right_node.name
     table = planner.catalog.table(name) if planner.catalog.view(name) is None else None
-    connector, options = validate_options(table, "source") if table is not None else (None, {})
+    bound = planner.catalog.bound_table(name, "source") if table is not None else None
+    connector, options = (bound.connector, dict(bound.options)) if bound is not None else (None, {})
     if table is None or connector.identifier != "jdbc":
         what = f"a '{connector.identifier}' table" if table is not None else "a view"
         raise planner.error(right_node.args["version"], f"a processing-time temporal join looks rows up in a "

@@ -17,7 +17,6 @@ from typing import Callable
 
 from job.catalog import short_name
 from job.connectors.base import SinkContext
-from job.connectors.registry import validate_options
 from job.errors import PipelineError
 from job.plan.analyze import check_streaming
 from job.plan.nodes import has_engine, is_stateful
@@ -103,11 +102,11 @@ def plan_insert(spark, program: Program, index: int, *, checkpoint_dir: str, sou
     from job.plan.sink import plan_sink
 
     insert = program.inserts[index]
-    table = program.catalog.table(insert.table)
-    connector, options = validate_options(table, "sink")
+    bound = program.catalog.bound_table(insert.table, "sink")
+    table, connector, options = bound.table, bound.connector, dict(bound.options)
     name = query_name(program, index, insert.table)
     checkpoint = str(Path(checkpoint_dir) / name)
-    reading = sources(checkpoint, [program.catalog.table(n) for n in sorted(program.reads.get(index, ()))])
+    reading = sources(checkpoint, [program.catalog.bound_table(n, "source") for n in sorted(program.reads.get(index, ()))])
     planner = new_planner(spark, program.catalog, program.conf, reading.open)
     rel = planner.plan(insert.parsed)
     sink = watch_sink(connector.create_sink(SinkContext(spark, table, options, checkpoint, offline=offline)), checkpoint)
@@ -132,11 +131,11 @@ def dead_letter_writer(spark, program: Program, table_name: str, letters, checkp
                        watch_sink: Callable = unwatched, offline: bool = False):
     from pyspark.sql import functions as F
 
-    table = program.catalog.table(table_name)
-    if table is None:
+    bound = program.catalog.bound_table(table_name, "sink")
+    if bound is None:
         raise PipelineError(f"'dead-letter.table' names '{table_name}', which is not a table of this pipeline",
                             option="dead-letter.table")
-    connector, options = validate_options(table, "sink")
+    table, connector, options = bound.table, bound.connector, dict(bound.options)
     persisted = [c for c in table.columns if c.is_persisted]
     cols = [(letters[c.name] if c.name in letters.columns else
              F.current_timestamp() if "timestamp" in c.spark_type else F.lit(None)).cast(c.spark_type).alias(c.name)

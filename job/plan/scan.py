@@ -12,12 +12,13 @@ def scan(planner, table, alias: str) -> Rel:
     from pyspark.sql import functions as F
 
     # Records need their source position only where a changelog is normalized by key.
-    stream = planner.open_source(table, ordered=planner.execution.cdc_events_duplicate)
+    bound = planner.catalog.bound_table(table.name, "source")
+    stream = planner.open_source(bound, ordered=planner.execution.cdc_events_duplicate)
     df = stream.df
     fields, renamed = table_fields(planner, table, alias)
     if stream.mode == APPEND:
         rows = df.select(*renamed)
-        steps = [nodes.scan(f"scan {table.name}: append-only", table=table, mode=nodes.APPEND)]
+        steps = [nodes.scan(f"scan {table.name}: append-only", table=bound, mode=nodes.APPEND)]
         if table.watermark is not None and planner.uses_current_watermark():
             from job.plan.current_watermark import with_current_watermark
 
@@ -34,7 +35,7 @@ def scan(planner, table, alias: str) -> Rel:
                            F.col("__seq_minor").alias("seq_minor"))
         return Rel(staged, fields, append_only=False, unique_key=frozenset(pk_cols), pending_upsert=pk_cols,
                    steps=[nodes.scan(f"scan {table.name}: upsert source keyed by ({', '.join(table.primary_key)})",
-                                     keys=table.primary_key, table=table)])
+                                     keys=table.primary_key, table=bound)])
     pk_cols = tuple(f.col for f in fields if f.name in table.primary_key)
     if pk_cols and planner.execution.cdc_events_duplicate:
         # 'table.exec.source.cdc-events-duplicate': the events may repeat, so they are not
@@ -46,12 +47,12 @@ def scan(planner, table, alias: str) -> Rel:
         return Rel(staged, fields, append_only=False, unique_key=frozenset(pk_cols), pending_upsert=pk_cols,
                    steps=[nodes.scan(f"scan {table.name}: changelog source normalized by PRIMARY KEY "
                                      f"({', '.join(table.primary_key)}) (table.exec.source.cdc-events-duplicate)",
-                                     keys=table.primary_key, table=table)])
+                                     keys=table.primary_key, table=bound)])
     sign = F.when(F.col("__kind").isin("+I", "+U"), F.lit(1)).otherwise(F.lit(-1))
     return Rel(df.select(*renamed, sign.alias(SIGN)), fields, append_only=False,
                unique_key=frozenset(pk_cols) if pk_cols else None, arrival_order=True,
                steps=[nodes.scan(f"scan {table.name}: changelog source (+I/-U/+U/-D → signed rows)",
-                                 keys=table.primary_key or (), table=table)])
+                                 keys=table.primary_key or (), table=bound)])
 
 
 def table_fields(planner, table, alias: str):

@@ -119,6 +119,7 @@ def plan_sink(planner, rel: Rel, table, connector: Connector, sink: Sink, column
     from pyspark.sql import functions as F
 
     rel = planner.settle(rel)
+    bound = planner.catalog.bound_table(table.name, "sink")
     df, mapping = shape_for_sink(planner, rel, table, column_names)
     cols = [c for c in df.columns if c not in (SIGN, NET)]
     if rel.append_only:
@@ -126,16 +127,16 @@ def plan_sink(planner, rel: Rel, table, connector: Connector, sink: Sink, column
             raise PipelineError(f"connector '{connector.identifier}' cannot take an append-only result")
         # An inner join can produce the same row twice: a sign n means n copies.
         rows = df.select(*cols, F.explode(F.array_repeat(F.lit(1), F.col(SIGN))).alias("__copy")).drop("__copy")
-        return SinkPlan(sink.write_stream(rows), "append", [nodes.sink("write appended rows", nodes.APPEND, table=table)])
+        return SinkPlan(sink.write_stream(rows), "append", [nodes.sink("write appended rows", nodes.APPEND, table=bound)])
 
     if connector.accepts_retractions:
         raw = sink.write_change_stream(df.select(*cols, F.col(SIGN)))
         if raw is not None:
-            return SinkPlan(raw, "changelog", [nodes.sink("write every change as it comes", nodes.RETRACT, table=table)])
+            return SinkPlan(raw, "changelog", [nodes.sink("write every change as it comes", nodes.RETRACT, table=bound)])
         key = list(table.primary_key) or ([mapping[c] for c in rel.unique_key] if rel.unique_key else cols)
         return SinkPlan(df.writeStream.foreachBatch(lambda b, i: sink.write_changes(label_changes(b, key, cols), i)),
                         "changelog", [nodes.sink("write every change as +I/-U/+U/-D", nodes.RETRACT, keys=key,
-                                                 table=table)])
+                                                 table=bound)])
     if UPSERT not in connector.sink_modes:
         raise PipelineError(
             f"Table sink '{table.name}' (connector '{connector.identifier}') doesn't support consuming update and "
@@ -151,7 +152,7 @@ def plan_sink(planner, rel: Rel, table, connector: Connector, sink: Sink, column
         if len(query_key) == len(rel.unique_key) and {k.lower() for k in query_key} <= {p.lower() for p in pk}:
             steps = [nodes.sink(f"upsert by ({', '.join(pk)}): net change per key per micro-batch "
                                 f"(the query is unique on ({', '.join(query_key) or 'one row'}))", nodes.UPSERT,
-                                keys=pk, table=table)]
+                                keys=pk, table=bound)]
             if rel.net_key is not None and {mapping.get(c, "").lower() for c in rel.net_key} == {p.lower() for p in pk}:
                 # The last operator netted each key's changes already (one row per key, and
                 # no filter since): its '+U'/'-D' rows are the sink's changes, no shuffle.
@@ -172,7 +173,7 @@ def plan_sink(planner, rel: Rel, table, connector: Connector, sink: Sink, column
                                "stateful: the query's uniqueness on the sink key is not provable, so the latest row "
                                "per key is kept", keys=pk, spec=planner.spec_for("materialize"))
     plan = upserts(sink, out, [with_mode(materialize, nodes.UPSERT),
-                               nodes.sink(f"upsert by ({', '.join(pk)})", nodes.UPSERT, keys=pk, table=table,
+                               nodes.sink(f"upsert by ({', '.join(pk)})", nodes.UPSERT, keys=pk, table=bound,
                                           shown=False)])
     return SinkPlan(plan.writer, "upsert (materialized)", plan.steps)
 

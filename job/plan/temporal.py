@@ -123,7 +123,8 @@ def versioned(planner, node: exp.Table) -> Rel:
                    rel.steps + [nodes.spark("versions", "versions: the view's rows by key")])
     from job.plan.scan import table_fields
 
-    stream = planner.open_source(table)
+    bound = planner.catalog.bound_table(table.name, "source")
+    stream = planner.open_source(bound)
     fields, renamed = table_fields(planner, table, alias)
     pk = frozenset(f.col for f in fields if f.name in table.primary_key) or None
     df = stream.df
@@ -137,7 +138,7 @@ def versioned(planner, node: exp.Table) -> Rel:
         df = df.filter(F.col("__kind") != "-U").select(*renamed, (F.col("__kind") == "-D").alias(RETRACT))
         what = "changelog without update-before rows"
     rel = Rel(df, fields, False, pk, [nodes.scan(f"scan {table.name}: versioned table ({what})",
-                                                 keys=table.primary_key or (), table=table)])
+                                                 keys=table.primary_key or (), table=bound)])
     _check_versioned(planner, rel, node)
     return rel
 

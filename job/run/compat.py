@@ -94,12 +94,12 @@ def referenced_views(program, tree, seen: Optional[set] = None) -> dict:
     return out
 
 
-def source_identity(table) -> dict:
-    """What a source's offsets refer to: the connector and what its connector says they
-    refer to (a topic, a directory…)."""
+def source_identity(bound) -> dict:
+    """What a source's offsets refer to (``bound``: the catalog's bound table): the connector
+    and what its connector says they refer to (a topic, a directory…)."""
     from job.connectors.registry import source_identity as identity
 
-    return identity(table)
+    return identity(bound)
 
 
 def fingerprint(program, plan) -> dict:
@@ -141,7 +141,8 @@ def _fingerprint(program, plan, stateful: bool, steps, format_) -> dict:
         "version": VERSION,
         "query": plan.name,
         "sink": short_name(plan.sink_table),
-        "sources": {short_name(t.name): source_identity(t) for t in tables if t is not None},
+        "sources": {short_name(t.name): source_identity(program.catalog.bound_table(t.name))
+                    for t in tables if t is not None},
         "stateful": stateful,
     }
     if format_ is not None:

@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from job.connectors.base import APPEND, SourceContext, SourceStream
-from job.connectors.registry import bind
+from job.connectors.base import APPEND, BoundTable, SourceContext, SourceStream
 from job.options import parse_duration_ms
 
 BAD_RECORD_MARKER = "[STREAMSQL_BAD_RECORD]"
@@ -34,12 +33,13 @@ def policy_of(options) -> str:
     return options.get("on-error", "fail")
 
 
-def open_source(spark, table, *, once: bool, offline: bool = False,
+def open_source(spark, bound: BoundTable, *, once: bool, offline: bool = False,
                 opened: Optional[OpenedSources] = None, checkpoint: Optional[str] = None,
                 end_of_input=None, ordered: bool = True, waiting_tables: int = 1) -> SourceStream:
+    """The stream of ``bound`` (a table bound for reading, the catalog's)."""
     from pyspark.sql import functions as F
 
-    bound = bind(table, "source")
+    table = bound.table
     options = bound.options
     stream = bound.connector.create_source(SourceContext(spark, table, dict(options), once=once, offline=offline,
                                                          checkpoint=checkpoint, ordered=ordered,
@@ -92,19 +92,20 @@ def open_source(spark, table, *, once: bool, offline: bool = False,
 CONNECT_TIMEOUT_S = 5.0
 
 
-def tables_in_use(program) -> list:
-    """The tables a run reads or writes, dead-letter tables included, in catalog order."""
+def tables_in_use(program) -> list[BoundTable]:
+    """The tables a run reads or writes, dead-letter tables included, in catalog order
+    (the catalog's bound tables)."""
     from job.catalog import short_name
 
     names: set[str] = {short_name(i.table).lower() for i in program.inserts}
     for reads in program.reads.values():
         names |= {n.lower() for n in reads}
     for name in list(names):
-        table = program.catalog.table(name)
-        options = bind(table).options if table is not None else {}
+        bound = program.catalog.bound_table(name)
+        options = bound.options if bound is not None else {}
         if options.get("on-error") == "dead-letter" and options.get("dead-letter.table"):
             names.add(short_name(options["dead-letter.table"]).lower())
-    return [t for key, t in program.catalog.tables.items() if key in names]
+    return [program.catalog.bound_table(key) for key in program.catalog.tables if key in names]
 
 
 def check_endpoints(program, timeout: float = CONNECT_TIMEOUT_S) -> None:

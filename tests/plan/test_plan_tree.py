@@ -32,13 +32,13 @@ def test_the_seed_join_as_a_tree(spark):
         ("changelog", "upsert", "micro-batch", True)
     steps = [(s["kind"], s["keys"], s["mode"], s["stateful"], s["engine"], s.get("spec")) for s in query["steps"]]
     assert steps == [
-        ("scan", ["uid"], "upsert", False, None, "CreateTable"),
-        ("scan", ["userUid"], "upsert", False, None, "CreateTable"),
+        ("scan", ["uid"], "upsert", False, None, "BoundTable"),
+        ("scan", ["userUid"], "upsert", False, None, "BoundTable"),
         ("join", ["u.uid"], "retract", True, "join", None),
-        ("scan", ["userUid"], "upsert", False, None, "CreateTable"),
+        ("scan", ["userUid"], "upsert", False, None, "BoundTable"),
         # The second join on the same key completes the one operator: it holds the spec.
         ("join", ["u.uid"], "retract", True, "join", "Join"),
-        ("sink", ["userUid"], "upsert", False, None, "CreateTable"),
+        ("sink", ["userUid"], "upsert", False, None, "BoundTable"),
     ]
     plan = query["plan"]
     assert plan["kind"] == "sink"
