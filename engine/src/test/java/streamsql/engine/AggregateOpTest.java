@@ -69,6 +69,17 @@ class AggregateOpTest {
   }
 
   @Test
+  void aGroupUntouchedForLongerThanTheStateTtlStartsAfresh() throws Exception {
+    // table.exec.state.ttl: the old result is forgotten, not retracted (as in Flink).
+    Harness op = Harness.of(Engine.aggregateOp(new Aggregate(List.of("g"), CALLS, false, false, 2000), INPUT));
+    op.batch(r(5), r(5, 2L, 1));
+    assertEquals(List.of(r(-1, 5, 1L, 2L, 2L, null), r(1, 5, 2L, 5L, 3L, "+U")), op.batch(r(5), r(5, 3L, 1)));
+    Thread.sleep(2500);
+    assertEquals(List.of(r(1, 5, 1L, 4L, 4L, "+U")), op.batch(r(5), r(5, 4L, 1)));
+    assertEquals(1L, count(op, 5));
+  }
+
+  @Test
   void moreRetractionsThanRowsIsRefused() {
     Harness op = grouped();
     assertThrows(IllegalStateException.class, () -> op.batch(r(4), r(4, 1L, -1)));
