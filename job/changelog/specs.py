@@ -241,9 +241,20 @@ class JsonDecoding:
     columns: tuple[DecodedColumn, ...]
 
 
+@dataclass(frozen=True)
+class ScalarFunction:
+    """A user's Flink scalar function registered as a Spark function
+    (engine/…/udf/FlinkFunctions.java; job.plan.user_functions)."""
+    name: str                    # the Spark function's name
+    class_name: str              # the Flink function's class
+    method: str                  # its eval method, as Java's Method.toGenericString() writes it
+    result_type: str             # the result's Spark type (DDL)
+    deterministic: bool          # the function's isDeterministic()
+
+
 OPERATORS = (Normalize, Aggregate, Join, Materialize, NetChanges, Rank, CurrentWatermark, Over, TemporalJoin,
              LookupJoin, WindowRank, WindowJoin, SessionRows)
-EXPRESSIONS = (JsonDecoding,)
+EXPRESSIONS = (JsonDecoding, ScalarFunction)
 PARTS = (SortKey, AggregateCall, JoinSide, ConnectionProperty, DecodedColumn)
 
 

@@ -30,7 +30,7 @@ public final class Specs {
       Materialize.class, NetChanges.class, Rank.class, CurrentWatermark.class, Over.class, TemporalJoin.class,
       LookupJoin.class, WindowRank.class, WindowJoin.class, SessionRows.class);
   /** What the engine's column expressions read (not operators). */
-  public static final List<Class<? extends Record>> EXPRESSIONS = List.of(JsonDecoding.class);
+  public static final List<Class<? extends Record>> EXPRESSIONS = List.of(JsonDecoding.class, ScalarFunction.class);
   public static final List<Class<? extends Record>> PARTS = List.of(SortKey.class, AggregateCall.class,
       JoinSide.class, ConnectionProperty.class, DecodedColumn.class);
 
