@@ -81,7 +81,7 @@ def collect(statements: Sequence[str], query: str, *, spark=None, checkpoint_dir
     from job.plan.program import declare
     from job.plan.queries import new_planner
     from job.plan.relation import SIGN
-    from job.run.queries import QuerySources
+    from job.plan.sources import QuerySources
     from job.sql.flink.query import parse_query
 
     loaded = load_statements(args=list(statements))

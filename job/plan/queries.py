@@ -3,10 +3,10 @@ planning them, before anything starts.
 
 Planning chooses, per INSERT, between Spark's native operators (append-only inputs, no
 join, no GROUP BY other than event-time windows) and the changelog engine, and builds its
-sink. Starting, watching and stopping the queries is the run's (:mod:`job.run`), which
-lends planning two things: how a query opens its tables (``sources``: the bad-record
-policy, the end-of-input markers of ``--once``) and how a sink is watched while it
-writes (``watch_sink``: output counts, the graceful stop).
+sink. A query opens its own tables (job.plan.sources: the connector's stream, the
+bad-record policy, the end-of-input markers of ``--once``). Starting, watching and
+stopping the queries is the run's (:mod:`job.run`), which lends planning one thing: how
+a sink is watched while it writes (``watch_sink``: output counts, the graceful stop).
 """
 from __future__ import annotations
 
@@ -79,34 +79,34 @@ def new_planner(spark, catalog, conf, open_source: Callable):
     return Planner(spark, catalog, open_source, Settings.from_conf(conf, functions), Execution.from_conf(conf))
 
 
-def plan_queries(spark, program: Program, *, checkpoint_dir: str, sources: Callable,
+def plan_queries(spark, program: Program, *, checkpoint_dir: str, once: bool = False,
                  watch_sink: Callable = unwatched, offline: bool = False) -> list[QueryPlan]:
-    """Plan (not start) every INSERT's query.
-
-    ``sources(checkpoint, tables)``: how one query opens its tables — an object with
-    ``open(table, ordered)``, the ``opened`` sources (dead letters, observed metrics,
-    unbounded tables) and the ``end_of_input`` it registers; ``watch_sink(sink, key)``
-    returns the sink to write through."""
+    """Plan (not start) every INSERT's query. ``once``: the sources are read up to what
+    they hold now (``--once``); ``offline``: contact no external system (``--dry-run``);
+    ``watch_sink(sink, key)`` returns the sink to write through."""
     plans = []
     for i, insert in enumerate(program.inserts):
         try:
-            plans.append(plan_insert(spark, program, i, checkpoint_dir=checkpoint_dir, sources=sources,
+            plans.append(plan_insert(spark, program, i, checkpoint_dir=checkpoint_dir, once=once,
                                      watch_sink=watch_sink, offline=offline))
         except PipelineError as err:
             raise err.located(insert.query_origin, insert.source.text if insert.source else None)
     return plans
 
 
-def plan_insert(spark, program: Program, index: int, *, checkpoint_dir: str, sources: Callable,
+def plan_insert(spark, program: Program, index: int, *, checkpoint_dir: str, once: bool = False,
                 watch_sink: Callable = unwatched, offline: bool = False) -> QueryPlan:
+    from job.connectors.registry import waiting_tables
     from job.plan.sink import plan_sink
+    from job.plan.sources import QuerySources
 
     insert = program.inserts[index]
     bound = program.catalog.bound_table(insert.table, "sink")
     table, connector, options = bound.table, bound.connector, dict(bound.options)
     name = query_name(program, index, insert.table)
     checkpoint = str(Path(checkpoint_dir) / name)
-    reading = sources(checkpoint, [program.catalog.bound_table(n, "source") for n in sorted(program.reads.get(index, ()))])
+    reads = [program.catalog.bound_table(n, "source") for n in sorted(program.reads.get(index, ()))]
+    reading = QuerySources(spark, checkpoint, once, offline, waiting_tables=waiting_tables(reads))
     planner = new_planner(spark, program.catalog, program.conf, reading.open)
     rel = planner.plan(insert.parsed)
     sink = watch_sink(connector.create_sink(SinkContext(spark, table, options, checkpoint, offline=offline)), checkpoint)

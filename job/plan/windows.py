@@ -14,7 +14,7 @@ aggregation: each window is emitted once, when the watermark passes its end (Fli
 window aggregate is append-only too); GROUPING SETS / ROLLUP / CUBE too
 (job.plan.window_grouping). At the end of a bounded input (``--once``) the run advances
 event time past every window, so every window closes, as Flink's bounded sources do (see
-:mod:`job.run.end_of_input`). A window aggregation of a changelog is refused: a
+:mod:`job.plan.end_of_input`). A window aggregation of a changelog is refused: a
 changelog source has no watermark in Spark here, and its windows would never close.
 
 Window columns follow Flink: ``window_start``, ``window_end`` (TIMESTAMP(3)) and

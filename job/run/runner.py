@@ -114,15 +114,13 @@ def _run(options: RunOptions, out, err, masker: Masker, program=None) -> int:
     from job.plan.explain import explain_json, explain_lines
     from job.plan.queries import plan_queries
     from job.run.metrics import instrument_sink
-    from job.run.queries import query_sources
     from job.run.session import build_session, catalog_conf
 
     conf = {**program.conf, **catalog_conf(program, options.dry_run)}
     spark = build_session(program.name, session_conf(conf, options.verbose), verbose=options.verbose,
                           master=options.master)
     quiet_jvm_logs(spark, options.verbose)
-    plans = plan_queries(spark, program, checkpoint_dir=checkpoint_dir, offline=options.dry_run,
-                         sources=query_sources(spark, once=options.once, offline=options.dry_run),
+    plans = plan_queries(spark, program, checkpoint_dir=checkpoint_dir, offline=options.dry_run, once=options.once,
                          watch_sink=instrument_sink)
     from job.run.compat import check_checkpoints
 
