@@ -79,6 +79,29 @@ def new_planner(spark, catalog, conf, open_source: Callable):
     return Planner(spark, catalog, open_source, Settings.from_conf(conf, functions), Execution.from_conf(conf))
 
 
+def plan_query(spark, catalog, conf, query, checkpoint: str, *, tables=(), once: bool = False,
+               offline: bool = False):
+    """One query (a parsed SELECT) planned over the catalog's tables, as every INSERT of a
+    pipeline and api.collect() plan theirs: (planner, relation, how it opened its tables).
+    ``tables``: the bound tables it reads (how many hold its batches back)."""
+    from job.connectors.registry import waiting_tables
+    from job.plan.sources import QuerySources
+
+    reading = QuerySources(spark, checkpoint, once, offline, waiting_tables=waiting_tables(tables))
+    planner = new_planner(spark, catalog, conf, reading.open)
+    return planner, planner.plan(query), reading
+
+
+def closing(planner, reading):
+    """How ``--once`` closes the query's event-time state at the end of its input: its
+    end-of-input markers (job.plan.end_of_input), or None when it has no such state."""
+    end_of_input = reading.end_of_input
+    if planner.event_time_span_ms is None or not end_of_input.tables:
+        return None
+    end_of_input.span_ms = planner.event_time_span_ms
+    return end_of_input
+
+
 def plan_queries(spark, program: Program, *, checkpoint_dir: str, once: bool = False,
                  watch_sink: Callable = unwatched, offline: bool = False) -> list[QueryPlan]:
     """Plan (not start) every INSERT's query. ``once``: the sources are read up to what
@@ -96,9 +119,7 @@ def plan_queries(spark, program: Program, *, checkpoint_dir: str, once: bool = F
 
 def plan_insert(spark, program: Program, index: int, *, checkpoint_dir: str, once: bool = False,
                 watch_sink: Callable = unwatched, offline: bool = False) -> QueryPlan:
-    from job.connectors.registry import waiting_tables
     from job.plan.sink import plan_sink
-    from job.plan.sources import QuerySources
 
     insert = program.inserts[index]
     bound = program.catalog.bound_table(insert.table, "sink")
@@ -106,9 +127,8 @@ def plan_insert(spark, program: Program, index: int, *, checkpoint_dir: str, onc
     name = query_name(program, index, insert.table)
     checkpoint = str(Path(checkpoint_dir) / name)
     reads = [program.catalog.bound_table(n, "source") for n in sorted(program.reads.get(index, ()))]
-    reading = QuerySources(spark, checkpoint, once, offline, waiting_tables=waiting_tables(reads))
-    planner = new_planner(spark, program.catalog, program.conf, reading.open)
-    rel = planner.plan(insert.parsed)
+    planner, rel, reading = plan_query(spark, program.catalog, program.conf, insert.parsed, checkpoint, tables=reads,
+                                       once=once, offline=offline)
     sink = watch_sink(connector.create_sink(SinkContext(spark, table, options, checkpoint, offline=offline)), checkpoint)
     sink_plan = plan_sink(planner, rel, table, connector, sink, insert.column_names)
     if rel.append_only:
@@ -117,10 +137,7 @@ def plan_insert(spark, program: Program, index: int, *, checkpoint_dir: str, onc
     opened = reading.opened
     plan = QueryPlan(name, index, table.name, sink_plan.mode, checkpoint, tuple(rel.steps + sink_plan.steps),
                      rel.append_only, sink_plan.writer, observed=opened.observed, bounded=not opened.unbounded)
-    end_of_input = reading.end_of_input
-    if planner.event_time_span_ms is not None and end_of_input.tables:
-        end_of_input.span_ms = planner.event_time_span_ms
-        plan.end_of_input = end_of_input
+    plan.end_of_input = closing(planner, reading)
     for j, (dl_table_name, letters) in enumerate(opened.dead_letters):
         plan.dead_letters.append(dead_letter_writer(spark, program, dl_table_name, letters,
                                                     f"{checkpoint}-dead-letter-{j}", watch_sink, offline))
