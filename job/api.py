@@ -78,10 +78,9 @@ def collect(statements: Sequence[str], query: str, *, spark=None, checkpoint_dir
     Raises PipelineError for SQL the job refuses, as the command line would report it."""
     from job.errors import Origin
     from job.pipeline.load import load_statements
-    from job.plan.program import declare
-    from job.plan.queries import new_planner
+    from job.plan.program import declare, tables_read
+    from job.plan.queries import closing, plan_query
     from job.plan.relation import SIGN
-    from job.run.queries import QuerySources
     from job.sql.flink.query import parse_query
 
     loaded = load_statements(args=list(statements))
@@ -95,9 +94,9 @@ def collect(statements: Sequence[str], query: str, *, spark=None, checkpoint_dir
         spark = build_session("collect", {})
     parsed = parse_query(query, Origin("query"), query)
     checkpoint = checkpoint_dir or tempfile.mkdtemp(prefix="streamsql-collect-")
-    sources = QuerySources(spark, checkpoint, once=True)
-    planner = new_planner(spark, catalog, settings_conf, sources.open)
-    rel = planner.settle(planner.plan(parsed))
+    reads = [catalog.bound_table(name, "source") for name in sorted(tables_read(catalog, parsed))]
+    planner, rel, reading = plan_query(spark, catalog, settings_conf, parsed, checkpoint, tables=reads, once=True)
+    rel = planner.settle(rel)
     result = Result([(f.name, f.type) for f in rel.fields], [], rel.append_only)
     cols = rel.cols()
     df = planner.signed(rel)
@@ -119,11 +118,10 @@ def collect(statements: Sequence[str], query: str, *, spark=None, checkpoint_dir
               .outputMode("append").trigger(availableNow=True))
     query_ = writer.start()
     _await(query_, timeout)
-    end_of_input = sources.end_of_input
-    if planner.event_time_span_ms is not None and end_of_input.tables:
+    end_of_input = closing(planner, reading)
+    if end_of_input is not None:  # --once: closed as a pipeline's query is (job.run.end_of_input)
         from job.run.end_of_input import max_event_time, write_markers
 
-        end_of_input.span_ms = planner.event_time_span_ms
         seen = max_event_time(query_)
         if seen is not None:
             write_markers(end_of_input, seen)

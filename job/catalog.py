@@ -1,5 +1,7 @@
 """The pipeline's tables, views and functions, by name (case-insensitive, like Flink's
-default), and the jars it adds."""
+default), and the jars it adds. Each table is bound to its connector once
+(job.connectors.registry.bind: options checked and typed), and everything after that reads
+the catalog's :class:`~job.connectors.base.BoundTable`."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -16,6 +18,10 @@ class Catalog:
     views: dict[str, CreateView] = field(default_factory=dict)
     functions: dict[str, CreateFunction] = field(default_factory=dict)
     jars: list[AddJar] = field(default_factory=list)
+    # Each table bound to its connector: when the program is checked, for the roles it
+    # plays (job.plan.program.bind_tables); a table that plays none, when first asked for.
+    bound: dict = field(default_factory=dict)
+    bound_roles: dict = field(default_factory=dict)   # table key → the roles it was bound for
 
     def add_function(self, function: CreateFunction) -> None:
         key = function.name.lower()
@@ -58,10 +64,22 @@ class Catalog:
     def view(self, name: str) -> Optional[CreateView]:
         return self.views.get(short_name(name).lower())
 
+    def bound_table(self, name: str, role: Optional[str] = None):
+        """The table ``name`` bound to its connector (None: no such table). ``role``
+        ('source' or 'sink') binds it for that role if the program has not."""
+        key = short_name(name).lower()
+        table = self.tables.get(key)
+        if table is None:
+            return None
+        bound = self.bound.get(key)
+        roles = self.bound_roles.setdefault(key, set())
+        if bound is None or bound.table is not table or (role is not None and role not in roles):
+            from job.connectors.registry import bind
 
-def table_mode(table: CreateTable) -> str:
-    """append / upsert / changelog: the changelog mode the table's connector and value
-    format give it (see job.connectors.registry.changelog_mode)."""
-    from job.connectors.registry import bind
+            bound = self.bound[key] = bind(table, role)
+            roles.add(role)
+        return bound
 
-    return bind(table).mode
+    def bound_tables(self) -> list:
+        """Every table, bound, in the catalog's order."""
+        return [self.bound_table(key) for key in self.tables]

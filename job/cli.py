@@ -11,8 +11,8 @@ from job.api import DEFAULT_STOP_TIMEOUT_S, RunOptions
 from job.run.jvm_output import under_spark_submit
 
 JOB_ARGS = """[STATEMENT ...] [--file F.sql]... [--pipeline P.yaml] [--var KEY=VALUE]...
-         [--once] [--dry-run] [--explain] [--checkpoint-dir DIR] [--verbose] [--metrics-port N]
-         [--metrics-host ADDRESS] [--metrics-file F.jsonl] [--stop-timeout SECONDS]"""
+         [--once] [--dry-run] [--explain] [--explain-format json] [--checkpoint-dir DIR] [--verbose]
+         [--metrics-port N] [--metrics-host ADDRESS] [--metrics-file F.jsonl] [--stop-timeout SECONDS]"""
 USAGE = f"""./spark-submit.sh [spark-submit options] [--] JOB ARGUMENTS
        .venv/bin/streamsql [--master URL] JOB ARGUMENTS
        spark-submit [spark-submit options] job/main.py JOB ARGUMENTS
@@ -70,6 +70,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--once", action="store_true", help="process what is available now, then exit (cron, Airflow)")
     p.add_argument("--dry-run", action="store_true", help="validate and print the plan; read no data")
     p.add_argument("--explain", action="store_true", help="print the plan, then run")
+    p.add_argument("--explain-format", choices=("text", "json"), default="text",
+                   help="how --dry-run and --explain print the plan (json: every step's fields and the plan's tree)")
     p.add_argument("--checkpoint-dir", help="where queries keep their checkpoints (default .checkpoints/<pipeline>)")
     p.add_argument("--master", help="Spark master of a run without spark-submit (e.g. local[2], spark://host:7077); "
                                     "under spark-submit, spark-submit's own --master")
@@ -133,6 +135,7 @@ def parse_args(argv: Sequence[str]) -> RunOptions:
         require_prometheus_client()
     statements, files, pipeline = sort_positionals(args.statements, args.files, args.pipeline)
     return RunOptions(statements=statements, files=files, pipeline=pipeline, variables=variables,
-                      once=args.once, dry_run=args.dry_run, explain=args.explain, checkpoint_dir=args.checkpoint_dir,
+                      once=args.once, dry_run=args.dry_run, explain=args.explain,
+                      explain_format=args.explain_format, checkpoint_dir=args.checkpoint_dir,
                       verbose=args.verbose, master=args.master, metrics_port=args.metrics_port,
                       metrics_host=args.metrics_host, metrics_file=args.metrics_file, stop_timeout=args.stop_timeout)

@@ -36,3 +36,23 @@ def test_run_takes_a_compiled_program(spark, tmp_path):
     out, err = io.StringIO(), io.StringIO()
     assert run(options, out, err, program=compile(options)) == EXIT_OK, err.getvalue()
     assert "query " in out.getvalue() and "INSERT INTO out1" in out.getvalue()
+
+
+def test_collect_plans_like_a_pipeline_and_closes_every_window_at_the_end(spark, tmp_path):
+    """collect() plans through the pipeline's path (plan_query) and, as --once does, closes
+    the windows still open when its input ends."""
+    import json
+
+    from job.api import collect
+
+    (tmp_path / "clicks").mkdir()
+    (tmp_path / "clicks" / "1.json").write_text("".join(
+        json.dumps({"user_id": u, "ts": t}) + "\n"
+        for u, t in [("u1", "2024-01-01 10:00:10"), ("u2", "2024-01-01 10:00:20"), ("u1", "2024-01-01 10:03:00")]))
+    result = collect([f"""CREATE TABLE clicks (user_id STRING, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
+                          WITH ('connector' = 'filesystem', 'path' = '{tmp_path / "clicks"}', 'format' = 'json')"""],
+                     "SELECT user_id, CAST(window_start AS STRING) AS ws, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE clicks, "
+                     "DESCRIPTOR(ts), INTERVAL '1' MINUTES)) GROUP BY window_start, window_end, user_id",
+                     spark=spark, checkpoint_dir=str(tmp_path / "ck"))
+    assert sorted(result.rows) == [("u1", "2024-01-01 10:00:00.000", 1), ("u1", "2024-01-01 10:03:00.000", 1),
+                                   ("u2", "2024-01-01 10:00:00.000", 1)]

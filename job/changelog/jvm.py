@@ -1,10 +1,11 @@
 """The bridge to the changelog engine in the JVM (engine/: Java against Spark's
 transformWithState API, built by scripts/build_engine.sh into jars/engine/).
 
-Each engine call takes a streaming DataFrame and one text argument (an operator's
-specification as JSON) and returns a DataFrame. This module knows how to reach the
-class through py4j and nothing about plans; it imports nothing of the job's, so the
-planner and the connectors can both use it.
+Every engine operator is run by :func:`run_operator`, from its typed spec
+(job.changelog.specs, serialized there and read by the engine's Java records): the one
+place that calls the engine's operators. This module knows how to reach the engine's
+classes through py4j and nothing about plans; it imports nothing of the job's outside
+this package, so the planner and the connectors can both use it.
 """
 from __future__ import annotations
 
@@ -15,7 +16,14 @@ ENGINE_JAR = Path(__file__).resolve().parents[2] / "jars" / "engine" / "streamsq
 JAR_MISSING = "the changelog engine's jar is not on Spark's class path"
 
 
-def engine_call(spark, operator: str, df, argument: str):
+def run_operator(spark, spec, df):
+    """The engine operator ``spec`` (a job.changelog.specs spec) describes, over ``df``."""
+    from job.changelog.specs import to_json
+
+    return _engine_call(spark, spec.operator, df, to_json(spec))
+
+
+def _engine_call(spark, operator: str, df, argument: str):
     """``Engine.<operator>(df, argument)`` as a Python DataFrame."""
     from pyspark.sql import DataFrame
 
@@ -86,4 +94,4 @@ def _java_class(jvm, name: str, loader):
 
 def number_rows(spark, df, column: str):
     """``df`` with ``column``: each row's index within its partition (Engine.numberRows)."""
-    return engine_call(spark, "numberRows", df, column)
+    return _engine_call(spark, "numberRows", df, column)

@@ -14,7 +14,6 @@ package outside this repository adds a connector with one line in its setup.cfg.
 from __future__ import annotations
 
 import importlib
-from collections import OrderedDict
 from types import MappingProxyType
 from importlib import metadata
 from typing import Any, Iterable, Mapping, Optional
@@ -141,7 +140,14 @@ def changelog_mode(connector: Connector, table, named: Mapping[str, Format]) -> 
     return connector.source_mode or APPEND
 
 
-def _bind(table, role: Optional[str]) -> BoundTable:
+def bind(table, role: Optional[str] = None) -> BoundTable:
+    """Check the table's WITH options against its connector's declaration and bind it.
+
+    ``role`` is ``'source'``, ``'sink'`` or None (declared but not used). Raises
+    PipelineError on the first problem, naming the option and where it was written.
+    A pipeline binds each table once, when its program is checked, and keeps it in its
+    catalog (job.catalog.Catalog.bound_table); the hooks below take those.
+    """
     connector = connector_for(table)
 
     def fail(message: str, option: str | None = None, hint: str | None = None):
@@ -186,33 +192,9 @@ def _bind(table, role: Optional[str]) -> BoundTable:
                       changelog_mode(connector, table, named), role, frozenset(secrets))
 
 
-# A table is bound when the program is checked, and again wherever its source or sink is
-# opened, its mode shown or its connector's hooks asked: later binds of the same table
-# (same object, options, role and registry) return the first one instead of checking
-# again. Bounded, so that a long test session does not keep every table it made.
-_bound: "OrderedDict[tuple, BoundTable]" = OrderedDict()
-_BOUND_KEPT = 512
-
-
-def bind(table, role: Optional[str] = None) -> BoundTable:
-    """Check the table's WITH options against its connector's declaration and bind it.
-
-    ``role`` is ``'source'``, ``'sink'`` or None (declared but not used). Raises
-    PipelineError on the first problem, naming the option and where it was written.
-    """
-    try:
-        key = (id(table), role, tuple(table.options.items()), id(connectors()), id(formats()))
-        hit = _bound.get(key)
-    except TypeError:  # an option value that is not a string (a test's table): no memo
-        return _bind(table, role)
-    if hit is not None and hit.table is table:
-        _bound.move_to_end(key)
-        return hit
-    bound = _bind(table, role)
-    _bound[key] = bound
-    if len(_bound) > _BOUND_KEPT:
-        _bound.popitem(last=False)
-    return bound
+def _bound(table) -> BoundTable:
+    """A hook's argument as a bound table (a table not bound yet, e.g. a test's, is bound here)."""
+    return table if isinstance(table, BoundTable) else bind(table)
 
 
 def validate_options(table, role: Optional[str]) -> tuple[Connector, dict[str, Any]]:
@@ -227,7 +209,7 @@ def endpoints(tables: Iterable) -> list[tuple[BoundTable, Endpoint]]:
     """The network endpoints of these tables, as their connectors declare them."""
     out = []
     for table in tables:
-        bound = bind(table)
+        bound = _bound(table)
         if bound.connector.endpoints is not None:
             out += [(bound, e) for e in bound.connector.endpoints(bound)]
     return out
@@ -236,7 +218,7 @@ def endpoints(tables: Iterable) -> list[tuple[BoundTable, Endpoint]]:
 def waiting_tables(tables: Iterable) -> int:
     """How many of a query's tables hold its micro-batches back until enough of their
     records have come, as their connectors declare (at least 1): they share that minimum."""
-    bound = [bind(table, "source") for table in tables]
+    bound = [table if isinstance(table, BoundTable) else bind(table, "source") for table in tables]
     return max(1, sum(1 for b in bound if b.connector.waits_for_records is not None and b.connector.waits_for_records(b)))
 
 
@@ -247,7 +229,7 @@ def is_unreachable(text: str) -> bool:
 
 def session_conf(tables: Iterable, conf: Mapping[str, str]) -> dict[str, str]:
     """The Spark settings the connectors of a pipeline need (static: before the session)."""
-    bound = [bind(t) for t in tables]
+    bound = [_bound(t) for t in tables]
     out: dict[str, str] = {}
     for connector in connectors().values():
         if connector.session_conf is not None:
@@ -269,7 +251,7 @@ def start_services(spark, conf: Mapping[str, str], err=None) -> None:
 
 def source_identity(table) -> dict[str, Any]:
     """What a source table's read position refers to (see Connector.source_identity)."""
-    bound = bind(table)
+    bound = _bound(table)
     identity = {"connector": bound.connector.identifier}
     if bound.connector.source_identity is not None:
         identity.update(bound.connector.source_identity(bound))

@@ -11,7 +11,6 @@ one description of Flink's rules, and the fast path only reads what it can read 
 """
 from __future__ import annotations
 
-import json
 from typing import Callable
 
 from job.formats.base import Decoded, as_text
@@ -43,10 +42,11 @@ def with_fast_path(value, parsed, general: Callable[["Column"], Decoded], schema
     from pyspark.sql.classic.column import Column
 
     from job.changelog.jvm import static_call
+    from job.changelog.specs import DecodedColumn, JsonDecoding, to_json
 
-    spec = json.dumps({"envelope": "debezium" if debezium else "row", "payload": payload,  # decimal(p,s) as such
-                       "columns": [[f.name, f.dataType.simpleString() if k == "decimal" else k]
-                                   for f, k in zip(schema.fields, kinds)]})
+    spec = to_json(JsonDecoding(envelope="debezium" if debezium else "row", payload=payload,
+                                columns=tuple(DecodedColumn(f.name, f.dataType.simpleString() if k == "decimal" else k)
+                                              for f, k in zip(schema.fields, kinds))))  # decimal(p,s) as such
     both = F.transform(F.array(parsed), lambda p: general(p).struct())[0]
     column = "org.apache.spark.sql.Column"
     decoded = Column(static_call(spark, FAST_JSON_CLASS, "decode", (column, as_text(value)._jc), (column, both._jc),

@@ -10,9 +10,12 @@ expression. Windowed aggregation (window TVFs, legacy group windows) is planned 
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sqlglot import exp
 
-from job.plan import engine
+from job.changelog.specs import AggregateCall
+from job.plan import engine, nodes
 from job.plan.aggregate_calls import AggCall, aggregate_calls, parse_call
 from job.plan.relation import NET, SIGN, Field, Rel, flink_key
 from job.sql.flink.translate import Typed
@@ -82,10 +85,9 @@ def group_aggregate(planner, rel: Rel, node: exp.Select) -> Rel:
         if call.condition is not None:
             cond = atr.condition(call.condition, "FILTER (WHERE …)")
             arg_sql = f"CASE WHEN {cond.sql} THEN {arg_sql if arg_sql is not None else '1'} END"
-        spec = {"fn": engine_name, "distinct": call.distinct, "name": f"r{i}",
-                "result": engine.spark_type_json(call.result)}
+        function, argument = engine_name, None
         if arg_sql is None:
-            spec["fn"] = "count_star"
+            function = "count_star"
         else:
             if engine_name in ("sum", "avg") and not (arg is None or arg.type.is_numeric or arg.type.is_null):
                 raise planner.error(call.node, f"{call.function.name} needs a numeric argument, not {arg.type}")
@@ -93,21 +95,19 @@ def group_aggregate(planner, rel: Rel, node: exp.Select) -> Rel:
                     engine_name in ("min", "max") or engine_name in ORDER_DEPENDENT):
                 raise planner.error(call.node, f"{call.function.name} of a {arg.type.summary(False)} value is not "
                                                "supported yet")
-            col = f"a{i}"
-            spec["arg"] = col
+            argument = f"a{i}"
             spark_type = arg.type.spark if arg is not None and not arg.type.is_null else "int"
-            staged_cols.append(F.expr(f"CAST({arg_sql} AS {spark_type})").alias(col))
-        if call.separator is not None:
-            spec["separator"] = call.separator
+            staged_cols.append(F.expr(f"CAST({arg_sql} AS {spark_type})").alias(argument))
         if call.ignore_nulls:
-            spec["fn"] = "array_agg_ignore_nulls"
-        specs.append(spec)
-    ordered = any(spec["fn"] in ORDER_DEPENDENT for spec in specs)
+            function = "array_agg_ignore_nulls"
+        specs.append(AggregateCall(function=function, column=f"r{i}",
+                                   result_type=engine.spark_type_json(call.result), argument=argument,
+                                   distinct=call.distinct, separator=call.separator))
+    ordered = any(spec.function in ORDER_DEPENDENT for spec in specs)
     positions = [F.col(engine.POSITION_MAJOR), F.col(engine.POSITION_MINOR)] \
         if ordered and engine.POSITION_MAJOR in rel.df.columns else []
     staged = planner.signed(rel).select(*staged_cols, F.col(SIGN), *positions)
-    result = engine.group_aggregate(planner, staged, gcols, specs, global_agg=not gcols,
-                                    append_only=rel.append_only, ordered=ordered)
+    result = engine.group_aggregate(planner, staged, gcols, specs, append_only=rel.append_only, ordered=ordered)
 
     fields, selected, replacements = [], [], {}
     for g, value, gcol in zip(group_exprs, group_values, gcols):
@@ -127,10 +127,12 @@ def group_aggregate(planner, rel: Rel, node: exp.Select) -> Rel:
     group_cols = frozenset(f.col for f in fields[: len(gcols)])
     agg_rel = Rel(result.select(*selected, F.col(SIGN), F.col(NET)), fields,
                   append_only=False, unique_key=group_cols, net_key=group_cols if gcols else None,
-                  steps=rel.steps + [
+                  steps=rel.steps + [nodes.engine(
+                      "aggregate", "aggregate",
                       f"aggregate by ({', '.join(planner.current.flink_sql(g) for g in group_exprs) or 'nothing: one global row'}) "
-                      f"computing {', '.join(planner.current.flink_sql(c.node) for c in calls) or 'distinct rows'} "
-                      f"[engine: aggregate; stateful; retracts the old result row on every change]"])
+                      f"computing {', '.join(planner.current.flink_sql(c.node) for c in calls) or 'distinct rows'}",
+                      "engine: aggregate; stateful; retracts the old result row on every change",
+                      keys=[planner.current.flink_sql(g) for g in group_exprs], spec=planner.spec_for("aggregate"))])
     if node.args.get("having"):
         agg_rel = planner.filter(agg_rel, node.args["having"].this, "HAVING", replacements)
     out = planner.project(agg_rel, node.expressions, replacements)
@@ -159,8 +161,8 @@ def group_by_all(planner, rel: Rel) -> Rel:
                 rel.steps, computed=rel.computed)
     out = group_aggregate(planner, named, node)
     out.fields = [Field(f.name, None, o.col, o.type) for f, o in zip(rel.fields, out.fields)]
-    out.steps = out.steps[:-1] + [f"distinct rows of ({', '.join(f.name for f in rel.fields)}) [engine: aggregate; "
-                                  "stateful; retracts the old result row on every change]"]
+    out.steps = out.steps[:-1] + [replace(out.steps[-1], kind="distinct", keys=tuple(f.name for f in rel.fields),
+                                          text=f"distinct rows of ({', '.join(f.name for f in rel.fields)})")]
     return out
 
 

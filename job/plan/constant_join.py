@@ -10,6 +10,7 @@ from typing import Optional
 
 from sqlglot import exp
 
+from job.plan import nodes
 from job.plan.relation import Field, Rel, output_name
 
 
@@ -86,7 +87,8 @@ def plan_constant_join(planner, left: Rel, node: exp.Join, items: list, alias: O
         added.append(F.expr(typed.sql).alias(col))
         fields.append(Field(name, alias, col, typed.type))
     df = left.df.select(*[F.col(f"`{c}`") for c in left.df.columns], *added)
-    step = (f"join with a constant row: adds {', '.join(name for name, _ in items)} to every row [stateless]")
+    step = nodes.spark("constant_join", f"join with a constant row: adds {', '.join(name for name, _ in items)} to "
+                       "every row", "stateless")
     rel = replace(left, df=df, fields=left.fields + fields, steps=left.steps + [step])
     on = node.args.get("on")
     if on is not None and not (isinstance(on, exp.Boolean) and on.this):

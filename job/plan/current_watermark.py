@@ -11,8 +11,6 @@ that field.
 """
 from __future__ import annotations
 
-import json
-
 from job.plan.relation import WATERMARK, Field, Rel, keep_fields
 
 
@@ -21,16 +19,17 @@ def with_current_watermark(planner, rows, fields, table):
     never part of ``*``), for CURRENT_WATERMARK over this table's rowtime attribute."""
     from pyspark.sql import functions as F
 
-    from job.changelog.jvm import engine_call
+    from job.changelog.specs import CurrentWatermark
     from job.options import parse_duration_ms
+    from job.plan.engine import call
 
     rowtime = next(f for f in fields if f.name.lower() == table.watermark.column.lower())
     col = planner.fresh()
     one = planner.fresh()
     keyed = rows.withColumn(one, F.lit(0))
-    spec = {"keys": [one], "rowtime": rowtime.col, "delay_ms": parse_duration_ms(table.watermark.delay) or 0,
-            "column": col, "local": rowtime.type.name == "TIMESTAMP"}
-    out = engine_call(planner.spark, "currentWatermark", keyed, json.dumps(spec)).drop(one)
+    spec = CurrentWatermark(keys=(one,), rowtime=rowtime.col, delay_ms=parse_duration_ms(table.watermark.delay) or 0,
+                            column=col, local=rowtime.type.name == "TIMESTAMP")
+    out = call(planner, spec, keyed).drop(one)
     return out, Field(WATERMARK, rowtime.qualifier, col, rowtime.type.nullable_as(True))
 
 

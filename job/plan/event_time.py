@@ -9,7 +9,7 @@ def barrier(df):
     this point is pushed below it.
 
     Spark pushes a filter that does not read the event-time column below the watermark,
-    into the source and the end-of-input marker stream (job.run.end_of_input) unioned
+    into the source and the end-of-input marker stream (job.plan.end_of_input) unioned
     with it; a filter the marker row does not pass (a join's inferred ``key IS NOT NULL``)
     would drop it, and the watermark would never pass the last rows. Callers drop the
     column once their operator has run."""

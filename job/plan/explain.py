@@ -1,8 +1,8 @@
 """What ``--dry-run`` and ``--explain`` print: the pipeline's tables, its functions and, per query, its
-engine, its sink's feed, its checkpoint and its plan's steps."""
+engine, its sink's feed, its checkpoint and its plan's steps — as text, or as JSON
+(``--explain-format json``) with each step's fields (job.plan.nodes) and the plan as a tree."""
 from __future__ import annotations
 
-from job.catalog import table_mode
 from job.connectors.registry import describe
 from job.plan.program import Program
 
@@ -12,7 +12,7 @@ def explain_lines(program: Program, plans: list, checkpoint_dir: str) -> list[st
              f"{len(plans)} queries; checkpoints under {checkpoint_dir}"]
     for key, table in sorted(program.catalog.tables.items()):
         opts = describe(table.options)
-        lines.append(f"  table {table.name} [{opts.get('connector')}, {table_mode(table)}]"
+        lines.append(f"  table {table.name} [{opts.get('connector')}, {program.catalog.bound_table(key).mode}]"
                      f"{' PRIMARY KEY (' + ', '.join(table.primary_key) + ')' if table.primary_key else ''}: "
                      + ", ".join(f"{k}={v}" for k, v in sorted(opts.items()) if k != "connector"))
     for key, function in sorted(program.catalog.functions.items()):
@@ -27,6 +27,33 @@ def explain_lines(program: Program, plans: list, checkpoint_dir: str) -> list[st
         lines += [f"    - {s}" for s in plan.steps]
         lines += [f"    - dead letters → {name} (checkpoint {cp})" for name, _w, cp in plan.dead_letters]
     return lines
+
+
+def explain_json(program: Program, plans: list, checkpoint_dir: str) -> dict:
+    """The same plan as a JSON document: tables, functions and, per query, its steps in the
+    order they run (``steps``) and as a tree, the sink at its root (``plan``)."""
+    from job.plan.nodes import tree
+
+    tables = []
+    for key, table in sorted(program.catalog.tables.items()):
+        opts = describe(table.options)
+        tables.append({"name": table.name, "connector": opts.get("connector"), "mode": program.catalog.bound_table(key).mode,
+                       "primary_key": list(table.primary_key or ()),
+                       "options": {k: v for k, v in sorted(opts.items()) if k != "connector"}})
+    functions = [{"name": f.name, "class": f.class_name, "language": f.language, "system": f.system,
+                  "jars": list(f.jars or ())} for _key, f in sorted(program.catalog.functions.items())]
+    queries = []
+    for plan in plans:
+        roots = tree(plan.nodes)
+        queries.append({
+            "name": plan.name, "sink": plan.sink_table, "engine": plan.engine, "sink_mode": plan.sink_mode,
+            "mode": plan.mode(), "stateful": plan.stateful, "checkpoint": plan.checkpoint,
+            "sql": program.inserts[plan.insert_index].query.strip(),
+            "steps": [n.to_json() for n in plan.nodes],
+            "plan": roots[-1].to_json() if len(roots) == 1 else [r.to_json() for r in roots],
+            "dead_letters": [{"sink": name, "checkpoint": cp} for name, _w, cp in plan.dead_letters]})
+    return {"pipeline": program.name, "checkpoints": checkpoint_dir, "tables": tables, "functions": functions,
+            "queries": queries}
 
 
 def formatted_sql(sql: str) -> list[str]:

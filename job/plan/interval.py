@@ -22,6 +22,7 @@ from typing import Optional
 
 from sqlglot import exp
 
+from job.plan import nodes
 from job.plan.event_time import BARRIER, barrier, waits
 from job.plan.relation import Field, Rel, conjuncts
 from job.sql.flink.casts import interval_millis
@@ -167,9 +168,11 @@ def plan_interval_join(planner, left: Rel, right: Rel, node: exp.Join, kind: str
         fields = fields[:len(left.fields)] + [_nullable(f) for f in right.fields]
     if kind in ("right", "full"):
         fields = [_nullable(f) for f in fields[:len(left.fields)]] + fields[len(left.fields):]
-    step = (f"{kind} interval join on {join_condition.on_text(planner, pairs)} and {text(lower + upper)} "
-            f"[Spark's stream-stream join: rows kept until the watermark passes their time + {span} ms"
-            + ("; unmatched rows emitted padded with NULLs then" if kind != "inner" else "") + "]")
+    step = nodes.spark("interval_join", f"{kind} interval join on {join_condition.on_text(planner, pairs)} and "
+                       f"{text(lower + upper)}",
+                       f"Spark's stream-stream join: rows kept until the watermark passes their time + {span} ms"
+                       + ("; unmatched rows emitted padded with NULLs then" if kind != "inner" else ""),
+                       keys=join_condition.key_names(planner, pairs), stateful=True, inputs=2)
     return Rel(df.select(*[F.col(f"`{c}`") for c in left.cols() + right.cols()]), fields, True,
                steps=left.steps + right.steps + [step], computed=left.computed | right.computed)
 

@@ -12,6 +12,11 @@ def on_text(planner, pairs) -> str:
     return ", ".join(planner.current.flink_sql(a) + " = " + planner.current.flink_sql(b) for a, b in pairs)
 
 
+def key_names(planner, pairs) -> tuple[str, ...]:
+    """The join key as the left side's expressions (a plan node's keys)."""
+    return tuple(planner.current.flink_sql(a) for a, _ in pairs)
+
+
 def split_condition(planner, left: Rel, right: Rel, node: exp.Join):
     """The ON clause as (key equalities, left-only, right-only, mixed) conditions."""
     conds = conjuncts(node.args.get("on"))

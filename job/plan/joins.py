@@ -13,8 +13,10 @@ from typing import Optional
 
 from sqlglot import exp
 
-from job.plan import engine
-from job.plan.join_condition import join_kind, on_text, split_condition
+from job.changelog.columns import SIDE, UPSERT_KIND, UPSERT_MAJOR, UPSERT_MINOR
+from job.changelog.specs import JoinSide
+from job.plan import engine, nodes
+from job.plan.join_condition import join_kind, key_names, on_text, split_condition
 from job.plan.relation import NET, SIGN, Field, PendingJoin, Rel
 from job.sql.flink import rules
 
@@ -172,10 +174,12 @@ def regular_join(planner, left: Rel, right: Rel, node: exp.Join) -> Rel:
         passthrough=passthrough,
         schema=joined_schema(left, right), extendable=one_key and all(c in left.cols() for c in lcols))
     key = join_key(left, right, kind, lplain, rplain)
-    steps = left.steps + right.steps + [
-        f"{kind} join on {on_text(planner, pairs)} [engine: join; stateful; emits at once, retracts padded rows when a match "
-        "arrives" + ("; normalizes the upsert " + " and ".join(("left", "right")[s_] for s_ in upsert_sides)
-                     + " side by its key in the same operator" if upsert_sides else "") + "]"]
+    steps = left.steps + right.steps + [nodes.engine(
+        "join", "join", f"{kind} join on {on_text(planner, pairs)}",
+        "engine: join; stateful; emits at once, retracts padded rows when a match arrives"
+        + ("; normalizes the upsert " + " and ".join(("left", "right")[s_] for s_ in upsert_sides)
+           + " side by its key in the same operator" if upsert_sides else ""),
+        keys=key_names(planner, pairs), inputs=2)]
     rel = Rel(None, left.fields + right.fields, kind == "inner" and left.append_only and right.append_only, key, steps,
               computed=left.computed | right.computed, pending_join=pending)
     for cond in (mixed if kind == "inner" else []):
@@ -210,9 +214,10 @@ def _join_on_one_key(planner, left: Rel, right: Rel, node: exp.Join) -> Rel:
     rel = regular_join(planner, left_keyed, right_keyed, joined)
     rel = planner.settle(rel)
     rel.fields = [f for f in rel.fields if f.name != tag]
-    rel.steps = [step.replace(f"{tag}_l.{tag} = {tag}_r.{tag}",
-                              "a constant key (every row meets every row: one operator instance)")
-                 for step in rel.steps]
+    constant = f"{tag}_l.{tag} = {tag}_r.{tag}"
+    rel.steps = [replace(step, text=step.text.replace(constant, "a constant key (every row meets every row: one "
+                                                                "operator instance)"), keys=())
+                 if constant in step.text else step for step in rel.steps]
     return rel
 
 
@@ -233,9 +238,11 @@ def extend_join(planner, left: Rel, right: Rel, kind: str, rkeys, rcols: list, f
         anchors=anchors, schema=joined_schema(left, right),
         # Input 0's NULL-key rows are emitted padded only while every join is LEFT.
         passthrough=pending.passthrough if kind == "left" else ())
-    steps = left.steps + right.steps + [
-        f"{kind} join on {on_text(planner, pairs)} [same key: joined in the previous join's operator, now "
-        f"{side + 1} inputs" + ("; normalizes the upsert right side by its key there" if fuse_right else "") + "]"]
+    steps = left.steps + right.steps + [nodes.engine(
+        "join", "join", f"{kind} join on {on_text(planner, pairs)}",
+        f"same key: joined in the previous join's operator, now {side + 1} inputs"
+        + ("; normalizes the upsert right side by its key there" if fuse_right else ""),
+        keys=key_names(planner, pairs), inputs=2)]
     return Rel(None, left.fields + right.fields, kind == "inner" and left.append_only and right.append_only,
                join_key(left, right, kind, lplain, rplain), steps, computed=left.computed | right.computed,
                pending_join=extended)
@@ -264,12 +271,12 @@ def join_input(planner, rel: Rel, keys, side: int, gates):
     key_parts = [F.when(null_key, F.lit(None)).otherwise(k).alias(f"__k{i}") for i, k in enumerate(keys)]
     columns = [F.col(f"`{c}`") for c in rel.cols()]
     if rel.pending_upsert is not None:  # fused: raw upserts, ordered by the join
-        return rel.df.select(*key_parts, F.lit(side).alias("__side"), F.lit(0).alias(SIGN), "kind", "seq_major",
-                             "seq_minor", *columns, null_key.alias(NO_KEY))
+        return rel.df.select(*key_parts, F.lit(side).alias(SIDE), F.lit(0).alias(SIGN), UPSERT_KIND, UPSERT_MAJOR,
+                             UPSERT_MINOR, *columns, null_key.alias(NO_KEY))
     df = planner.signed(rel)
-    return df.select(*key_parts, F.lit(side).alias("__side"), F.col(SIGN),
-                     F.lit(None).cast("string").alias("kind"), F.lit(None).cast("string").alias("seq_major"),
-                     F.lit(None).cast("long").alias("seq_minor"), *columns, null_key.alias(NO_KEY))
+    return df.select(*key_parts, F.lit(side).alias(SIDE), F.col(SIGN),
+                     F.lit(None).cast("string").alias(UPSERT_KIND), F.lit(None).cast("string").alias(UPSERT_MAJOR),
+                     F.lit(None).cast("long").alias(UPSERT_MINOR), *columns, null_key.alias(NO_KEY))
 
 
 def settle_join(planner, rel: Rel) -> Rel:
@@ -292,8 +299,8 @@ def settle_join(planner, rel: Rel) -> Rel:
             padded = binary and kind in ("right", "full")
         else:
             padded = pending.kinds[i - 1] in ("left", "full")
-        sides.append({"columns": schema.fieldNames(), "padded": padded, "upsert": i in pending.upsert_sides,
-                      "unique": i in pending.unique_sides, "passes_null_key": i in pending.passthrough})
+        sides.append(JoinSide(columns=tuple(schema.fieldNames()), padded=padded, upsert=i in pending.upsert_sides,
+                              unique=i in pending.unique_sides, passes_null_key=i in pending.passthrough))
     keys = [f"__k{i}" for i in range(len(pending.key_types))]
     joined = engine.join(planner, matched, keys, sides)
     columns = [c for schema in pending.schemas for c in schema.fieldNames()]
@@ -308,7 +315,9 @@ def settle_join(planner, rel: Rel) -> Rel:
                     and all(len(unique & anchor) == 1 and types.get(next(iter(unique & anchor))) == key_type
                             for anchor, key_type in zip(pending.anchors, pending.key_types)))
     out = joined.select(*[F.col(f"`{c}`") for c in columns], F.col(SIGN), F.col(NET))
-    return Rel(out, rel.fields, rel.append_only, unique, rel.steps, computed=rel.computed,
+    # The operator's spec goes to the join that completed it (the last of the joins on this key).
+    steps = rel.steps[:-1] + [replace(rel.steps[-1], spec=planner.spec_for("join"))]
+    return Rel(out, rel.fields, rel.append_only, unique, steps, computed=rel.computed,
                net_key=unique if per_join_key else None)
 
 

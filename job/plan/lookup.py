@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from job.plan import engine
+from job.changelog.specs import ConnectionProperty, LookupJoin
+from job.plan import engine, nodes
 from job.plan.relation import SIGN, Field, Rel
 from job.sql.flink import rules
 
@@ -25,14 +26,14 @@ from job.sql.flink import rules
 def plan_lookup_join(planner, left, node, kind):
     from pyspark.sql import functions as F
 
-    from job.connectors.registry import validate_options
     from job.plan import join_condition
     from job.sql.flink.columns import column_type
 
     right_node = node.this
     name = right_node.name
     table = planner.catalog.table(name) if planner.catalog.view(name) is None else None
-    connector, options = validate_options(table, "source") if table is not None else (None, {})
+    bound = planner.catalog.bound_table(name, "source") if table is not None else None
+    connector, options = (bound.connector, dict(bound.options)) if bound is not None else (None, {})
     if table is None or connector.identifier != "jdbc":
         what = f"a '{connector.identifier}' table" if table is not None else "a view"
         raise planner.error(right_node.args["version"], f"a processing-time temporal join looks rows up in a "
@@ -81,25 +82,30 @@ def plan_lookup_join(planner, left, node, kind):
         gate = gate | ~F.coalesce(F.expr(tr.condition(g, "the JOIN condition").sql), F.lit(False))
     keys = [F.when(gate, F.lit(None)).otherwise(F.expr(v.sql)).alias(f"__lk{i}") for i, v in enumerate(key_values)]
     staged = df.select(*[F.col(f"`{c}`") for c in passed], *keys)
+    from pyspark.sql.types import StructField, StructType, _parse_datatype_string
+
     from job.connectors.jdbc import Database
 
     db = Database(planner.spark, table, options)
     props = db.properties()
-    types = {"type": "struct", "fields": [{"name": f"c{i}", "type": engine.spark_type_json(f.type), "nullable": True,
-                                           "metadata": {}} for i, f in enumerate(fields)]}
+    types = StructType([StructField(f"c{i}", _parse_datatype_string(f.type.spark), True)
+                        for i, f in enumerate(fields)])
     quote = db.dialect.quote if db.dialect is not None else (lambda n: n)
-    spec = {"url": db.url, "driver": db.driver_class, "property_names": sorted(props), "properties": props,
-            "table": options["table-name"], "columns": [quote(c.name) for c in table.physical_columns],
-            "types": types, "key_columns": [str(i) for i in key_columns],
-            "keys": [f"__lk{i}" for i in range(len(key_values))], "pass": passed, "left_outer": kind == "left",
-            "chunk": 1000}
-    out = engine.call(planner, "lookupJoin", staged, spec)
+    spec = LookupJoin(url=db.url, driver=db.driver_class,
+                      properties=tuple(ConnectionProperty(name, props[name]) for name in sorted(props)),
+                      table=options["table-name"], columns=tuple(quote(c.name) for c in table.physical_columns),
+                      column_types=types.json(), key_columns=tuple(key_columns),
+                      keys=tuple(f"__lk{i}" for i in range(len(key_values))), passed=tuple(passed),
+                      left_outer=kind == "left", chunk=1000)
+    out = engine.call(planner, spec, staged)
     out = out.select(*[F.col(f"`{c}`") for c in passed], *[F.col(f"r{i}").alias(f.col) for i, f in enumerate(fields)])
     if kind == "left":
         fields = [Field(f.name, f.qualifier, f.col, f.type.nullable_as(True)) for f in fields]
     on = ", ".join(planner.current.flink_sql(a) + " = " + planner.current.flink_sql(b) for a, b in pairs)
-    step = (f"{kind} lookup join of {table.name} on {on} [engine: lookupJoin; each task queries the database for its "
-            "rows' keys, in chunks; no state]")
+    step = nodes.engine("lookup_join", "lookupJoin", f"{kind} lookup join of {table.name} on {on}",
+                        "engine: lookupJoin; each task queries the database for its rows' keys, in chunks; no state",
+                        keys=tuple(planner.current.flink_sql(a) for a, _ in pairs), stateful=False,
+                        spec=planner.spec_for("lookupJoin"))
     rel = Rel(out, left.fields + fields, left.append_only, None, left.steps + [step], computed=left.computed)
     for cond in right_only + mixed:
         rel = planner.filter(rel, cond, "the JOIN condition")

@@ -20,7 +20,8 @@ from typing import Optional
 
 from sqlglot import exp
 
-from job.plan import engine
+from job.changelog.specs import AggregateCall, Over
+from job.plan import engine, nodes
 from job.plan.event_time import time_attributes_kept, waits, without_event_time
 from job.plan.relation import Field, Rel, flink_key
 from job.sql.flink.casts import interval_millis
@@ -88,11 +89,10 @@ def plan_over(planner, rel: Rel, node: exp.Select) -> Rel:
         staged.append(F.expr(f"unix_millis(`{time_field.col}`)").alias("__t"))
         waits(planner, 0)  # the end of the input must pass the last row's time
     df = planner.signed(rel).select(*staged)
-    spec = {"keys": [f"__k{i}" for i in range(len(keys))], "row": rel.cols(), "rows": frame.rows,
-            "preceding": -1 if frame.preceding is None else frame.preceding, "aggs": aggs}
-    if time_field.time == "rowtime":
-        spec["time"] = "__t"
-    out = time_attributes_kept(engine.call(planner, "over", without_event_time(df), spec), df, rel.fields)
+    spec = Over(keys=tuple(f"__k{i}" for i in range(len(keys))), row=tuple(rel.cols()), rows=frame.rows,
+                preceding=-1 if frame.preceding is None else frame.preceding, calls=tuple(aggs),
+                time="__t" if time_field.time == "rowtime" else None)
+    out = time_attributes_kept(engine.call(planner, spec, without_event_time(df)), df, rel.fields)
 
     fields, selected = list(rel.fields), [F.col(f"`{c}`") for c in rel.cols()]
     result_cols = [planner.fresh("_o") for _ in results]
@@ -105,10 +105,13 @@ def plan_over(planner, rel: Rel, node: exp.Select) -> Rel:
                  f"{frame.preceding}" if frame.rows else f"{frame.preceding} ms")
     frame_text = f"frame: {'ROWS' if frame.rows else 'RANGE'} BETWEEN {preceding} PRECEDING AND CURRENT ROW"
     over_rel = Rel(out.select(*selected), fields, True, rel.unique_key,
-                   rel.steps + [f"over aggregation {', '.join(planner.current.flink_sql(c) for c in dict.fromkeys(calls))}"
-                                f" ({frame_text}) [engine: over, on {time_field.time.replace('time', ' time')}; "
-                                + ("a row is emitted once the watermark passes its time, late rows dropped]"
-                                   if time_field.time == "rowtime" else "each row is emitted as it arrives]")],
+                   rel.steps + [nodes.engine(
+                       "over", "over",
+                       f"over aggregation {', '.join(planner.current.flink_sql(c) for c in dict.fromkeys(calls))}"
+                       f" ({frame_text})", f"engine: over, on {time_field.time.replace('time', ' time')}; "
+                       + ("a row is emitted once the watermark passes its time, late rows dropped"
+                          if time_field.time == "rowtime" else "each row is emitted as it arrives"),
+                       keys=frame.partition, spec=planner.spec_for("over"))],
                  computed=rel.computed)
     projected = planner.project(over_rel, node.expressions, replacements)
     if node.args.get("distinct"):
@@ -215,23 +218,22 @@ def _call(planner, rel: Rel, call: exp.Window, index: int, named: dict):
         raise planner.error(call, f"{parsed.function.name} is not supported in OVER aggregations yet")
     arg = tr.expr(parsed.arg) if parsed.arg is not None else None
     result = parsed.function.result([arg.type] if arg is not None else [])
-    spec = {"fn": engine_name, "distinct": parsed.distinct, "name": result_col,
-            "result": engine.spark_type_json(result)}
+    function, argument = engine_name, None
     columns = []
     arg_sql = arg.sql if arg is not None else None
     if parsed.condition is not None:
         cond = tr.condition(parsed.condition, "FILTER (WHERE …)")
         arg_sql = f"CASE WHEN {cond.sql} THEN {arg_sql if arg_sql is not None else '1'} END"
     if arg_sql is None:
-        spec["fn"] = "count_star"
+        function = "count_star"
     else:
         if engine_name in ("sum", "avg") and arg is not None and not (arg.type.is_numeric or arg.type.is_null):
             raise planner.error(call, f"{parsed.function.name} needs a numeric argument, not {arg.type}")
         spark_type = arg.type.spark if arg is not None and not arg.type.is_null else "int"
-        spec["arg"] = f"__a{index}"
-        columns.append(F.expr(f"CAST({arg_sql} AS {spark_type})").alias(f"__a{index}"))
-    if parsed.separator is not None:
-        spec["separator"] = parsed.separator
+        argument = f"__a{index}"
+        columns.append(F.expr(f"CAST({arg_sql} AS {spark_type})").alias(argument))
+    spec = AggregateCall(function=function, column=result_col, result_type=engine.spark_type_json(result),
+                         argument=argument, distinct=parsed.distinct, separator=parsed.separator)
     return spec, result, columns
 
 
@@ -256,8 +258,7 @@ def _lag(planner, rel: Rel, call: exp.Window, function, index: int, named: dict)
         offset = int(args[1].this)
     result = value.type.nullable_as(True)
     columns = [F.expr(f"CAST({value.sql} AS {result.spark})").alias(f"__a{index}")]
-    spec_out = {"fn": "lag", "arg": f"__a{index}", "offset": offset, "name": f"r{index}",
-                "result": engine.spark_type_json(result)}
+    default_col = None
     if len(args) == 3:
         default = tr.expr(args[2])
         common = rules.least_restrictive([value.type, default.type])
@@ -267,7 +268,8 @@ def _lag(planner, rel: Rel, call: exp.Window, function, index: int, named: dict)
         if common.nullable_as(True) != result:
             result = common.nullable_as(True)
             columns = [F.expr(f"CAST({value.sql} AS {result.spark})").alias(f"__a{index}")]
-            spec_out["result"] = engine.spark_type_json(result)
-        columns.append(F.expr(f"CAST({default.sql} AS {result.spark})").alias(f"__d{index}"))
-        spec_out["default"] = f"__d{index}"
-    return spec_out, result, columns
+        default_col = f"__d{index}"
+        columns.append(F.expr(f"CAST({default.sql} AS {result.spark})").alias(default_col))
+    spec = AggregateCall(function="lag", column=f"r{index}", result_type=engine.spark_type_json(result),
+                         argument=f"__a{index}", lag_offset=offset, lag_default=default_col)
+    return spec, result, columns

@@ -20,8 +20,9 @@ from sqlglot import exp
 
 from job.catalog import Catalog
 from job.errors import PipelineError
-from job.plan import values
+from job.plan import nodes, values
 from job.plan.execution import Execution
+from job.plan.nodes import with_mode
 from job.plan.relation import NET, SIGN, WATERMARK, Field, Rel, RelScope, conjuncts, output_name
 from job.sql.flink.dialect import WindowTVF
 from job.sql.flink.query import Query, is_proctime_call
@@ -59,6 +60,23 @@ class Planner:
         # normalized changelog keeps each change's position, so that those functions
         # apply the changes in the order Flink does (see job.plan.aggregates).
         self.keeps_positions = False
+        # The engine operators' specs (job.changelog.specs), in the order planning called
+        # them: each plan node of an engine operator takes its own (spec_for).
+        self._specs: list = []
+
+    def ran(self, spec) -> None:
+        """Planning called an engine operator with ``spec``."""
+        self._specs.append(spec)
+
+    def spec_for(self, kind):
+        """The latest spec of type ``kind`` (an operator's spec class, or its name) not taken
+        by a plan node yet; None when there is none."""
+        for i in range(len(self._specs) - 1, -1, -1):
+            spec = self._specs[i]
+            if (isinstance(kind, str) and getattr(spec, "operator", None) == kind) or \
+                    (not isinstance(kind, str) and isinstance(spec, kind)):
+                return self._specs.pop(i)
+        return None
 
     @property
     def state_ttl_ms(self) -> int:
@@ -270,7 +288,7 @@ class Planner:
         value = self.translator(rel, where, replacements).condition(cond, where)
         rel.df = rel.df.filter(F.expr(value.sql))
         rel.net_key = None
-        rel.steps = rel.steps + [f"filter: {self.current.flink_sql(cond)}"]
+        rel.steps = rel.steps + [with_mode(nodes.spark("filter", f"filter: {self.current.flink_sql(cond)}"), rel.mode)]
         return rel
 
     def expand(self, rel: Rel, items: list[exp.Expression]) -> list[tuple[str, Optional[exp.Expression], Optional[Field]]]:

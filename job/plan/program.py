@@ -5,24 +5,33 @@ Everything here runs before any data is read: it is what ``--dry-run`` checks.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
 
 from job.catalog import Catalog, short_name
-from job.connectors.registry import parse_duration_ms, validate_options
+from job.connectors.registry import parse_duration_ms
 from job.errors import PipelineError
 from job.pipeline.load import LoadedPipeline
 from job.sql.parse import parse_statement
 from job.sql.statements import AddJar, CreateFunction, CreateTable, CreateView, Insert, SetOption
 
 
-@dataclass
+@dataclass(frozen=True)
 class Program:
+    """A checked pipeline: what ``--dry-run`` validated, never changed afterwards."""
+
     name: str
     catalog: Catalog
-    conf: dict[str, str]
-    inserts: list[Insert]
+    conf: Mapping[str, str]
+    inserts: tuple[Insert, ...]
     secrets: frozenset = frozenset()
     checkpoint_dir: str | None = None
-    reads: dict[int, set[str]] = field(default_factory=dict)   # insert index → tables it reads
+    reads: Mapping[int, frozenset[str]] = field(default_factory=dict)   # insert index → tables it reads
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "conf", MappingProxyType(dict(self.conf)))
+        object.__setattr__(self, "inserts", tuple(self.inserts))
+        object.__setattr__(self, "reads", MappingProxyType({i: frozenset(r) for i, r in self.reads.items()}))
 
 
 def build_program(loaded: LoadedPipeline) -> Program:
@@ -31,7 +40,8 @@ def build_program(loaded: LoadedPipeline) -> Program:
         raise PipelineError("the pipeline has no INSERT INTO statement, so there is nothing to run",
                             origin=loaded.statements[-1].origin if loaded.statements else None,
                             hint="add INSERT INTO <sink> SELECT … FROM <source>")
-    program = Program(loaded.name, catalog, conf, inserts, frozenset(loaded.secrets), loaded.checkpoint_dir)
+    reads = {i: tables_read(catalog, insert.parsed) for i, insert in enumerate(inserts)}
+    program = Program(loaded.name, catalog, conf, inserts, frozenset(loaded.secrets), loaded.checkpoint_dir, reads)
     validate(program)
     return program
 
@@ -94,14 +104,19 @@ def validate(program: Program) -> None:
             hint = "INSERT INTO a view is not possible" if catalog.view(insert.table) else "define it with CREATE TABLE first"
             raise PipelineError(f"INSERT INTO '{insert.table}': no such table", hint=hint, **located)
         roles.setdefault(short_name(target.name).lower(), set()).add("sink")
-        program.reads[i] = tables_read(catalog, insert.parsed)
-        for name in program.reads[i]:
+        for name in program.reads.get(i, ()):
             roles.setdefault(name, set()).add("source")
     trigger_interval_ms(program.conf)
+    bind_tables(catalog, roles)
+
+
+def bind_tables(catalog: Catalog, roles: dict[str, set[str]]) -> None:
+    """Bind every table to its connector, once per role it plays (``roles``: table key →
+    'source'/'sink'). The catalog keeps them: nothing binds a table again."""
     for key, table in catalog.tables.items():
-        for role in sorted(roles.get(key, {None})):
+        for role in sorted(roles.get(key) or {None}, key=str):
             try:
-                validate_options(table, role)
+                catalog.bound_table(key, role)
             except PipelineError as err:
                 raise err.located(table.source.origin if table.source else None, table.source.text if table.source else None)
 

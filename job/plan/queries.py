@@ -3,10 +3,10 @@ planning them, before anything starts.
 
 Planning chooses, per INSERT, between Spark's native operators (append-only inputs, no
 join, no GROUP BY other than event-time windows) and the changelog engine, and builds its
-sink. Starting, watching and stopping the queries is the run's (:mod:`job.run`), which
-lends planning two things: how a query opens its tables (``sources``: the bad-record
-policy, the end-of-input markers of ``--once``) and how a sink is watched while it
-writes (``watch_sink``: output counts, the graceful stop).
+sink. A query opens its own tables (job.plan.sources: the connector's stream, the
+bad-record policy, the end-of-input markers of ``--once``). Starting, watching and
+stopping the queries is the run's (:mod:`job.run`), which lends planning one thing: how
+a sink is watched while it writes (``watch_sink``: output counts, the graceful stop).
 """
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ from typing import Callable
 
 from job.catalog import short_name
 from job.connectors.base import SinkContext
-from job.connectors.registry import validate_options
 from job.errors import PipelineError
 from job.plan.analyze import check_streaming
+from job.plan.nodes import has_engine, is_stateful
 from job.plan.program import Program
 
 
@@ -28,15 +28,36 @@ class QueryPlan:
     name: str
     insert_index: int
     sink_table: str
-    engine: str                        # 'native' or 'changelog'
     sink_mode: str
     checkpoint: str
-    steps: list[str]
+    nodes: tuple                       # the typed plan (job.plan.nodes.PlanNode), each step after its inputs
+    append_only: bool                  # the query's result only inserts rows
     writer: object = None
     dead_letters: list = field(default_factory=list)   # (name, writer, checkpoint)
     observed: list = field(default_factory=list)
     end_of_input: object = None        # for queries with event-time state: how --once closes their windows
     bounded: bool = False              # every table the query reads ends (it runs to completion)
+
+    @property
+    def engine(self) -> str:
+        """'changelog' when a step runs on the engine or the result is a changelog (its
+        rows are updated or retracted), else 'native': Spark's own operators only."""
+        return "changelog" if not self.append_only or has_engine(self.nodes) else "native"
+
+    @property
+    def stateful(self) -> bool:
+        """Does a step keep state across micro-batches (the engine's or Spark's own)?"""
+        return is_stateful(self.nodes)
+
+    @property
+    def steps(self) -> list[str]:
+        """The steps ``--explain`` lists, as it words them."""
+        return [str(n) for n in self.nodes if n.shown]
+
+    def mode(self) -> str:
+        """How the query runs: 'micro-batch' (the one mode today). Real-time mode, when
+        it comes, is chosen here from the nodes (every operator record-by-record safe)."""
+        return "micro-batch"
 
 
 def unwatched(sink, _key: str):
@@ -58,50 +79,65 @@ def new_planner(spark, catalog, conf, open_source: Callable):
     return Planner(spark, catalog, open_source, Settings.from_conf(conf, functions), Execution.from_conf(conf))
 
 
-def plan_queries(spark, program: Program, *, checkpoint_dir: str, sources: Callable,
-                 watch_sink: Callable = unwatched, offline: bool = False) -> list[QueryPlan]:
-    """Plan (not start) every INSERT's query.
+def plan_query(spark, catalog, conf, query, checkpoint: str, *, tables=(), once: bool = False,
+               offline: bool = False):
+    """One query (a parsed SELECT) planned over the catalog's tables, as every INSERT of a
+    pipeline and api.collect() plan theirs: (planner, relation, how it opened its tables).
+    ``tables``: the bound tables it reads (how many hold its batches back)."""
+    from job.connectors.registry import waiting_tables
+    from job.plan.sources import QuerySources
 
-    ``sources(checkpoint, tables)``: how one query opens its tables — an object with
-    ``open(table, ordered)``, the ``opened`` sources (dead letters, observed metrics,
-    unbounded tables) and the ``end_of_input`` it registers; ``watch_sink(sink, key)``
-    returns the sink to write through."""
+    reading = QuerySources(spark, checkpoint, once, offline, waiting_tables=waiting_tables(tables))
+    planner = new_planner(spark, catalog, conf, reading.open)
+    return planner, planner.plan(query), reading
+
+
+def closing(planner, reading):
+    """How ``--once`` closes the query's event-time state at the end of its input: its
+    end-of-input markers (job.plan.end_of_input), or None when it has no such state."""
+    end_of_input = reading.end_of_input
+    if planner.event_time_span_ms is None or not end_of_input.tables:
+        return None
+    end_of_input.span_ms = planner.event_time_span_ms
+    return end_of_input
+
+
+def plan_queries(spark, program: Program, *, checkpoint_dir: str, once: bool = False,
+                 watch_sink: Callable = unwatched, offline: bool = False) -> list[QueryPlan]:
+    """Plan (not start) every INSERT's query. ``once``: the sources are read up to what
+    they hold now (``--once``); ``offline``: contact no external system (``--dry-run``);
+    ``watch_sink(sink, key)`` returns the sink to write through."""
     plans = []
     for i, insert in enumerate(program.inserts):
         try:
-            plans.append(plan_insert(spark, program, i, checkpoint_dir=checkpoint_dir, sources=sources,
+            plans.append(plan_insert(spark, program, i, checkpoint_dir=checkpoint_dir, once=once,
                                      watch_sink=watch_sink, offline=offline))
         except PipelineError as err:
             raise err.located(insert.query_origin, insert.source.text if insert.source else None)
     return plans
 
 
-def plan_insert(spark, program: Program, index: int, *, checkpoint_dir: str, sources: Callable,
+def plan_insert(spark, program: Program, index: int, *, checkpoint_dir: str, once: bool = False,
                 watch_sink: Callable = unwatched, offline: bool = False) -> QueryPlan:
     from job.plan.sink import plan_sink
 
     insert = program.inserts[index]
-    table = program.catalog.table(insert.table)
-    connector, options = validate_options(table, "sink")
+    bound = program.catalog.bound_table(insert.table, "sink")
+    table, connector, options = bound.table, bound.connector, dict(bound.options)
     name = query_name(program, index, insert.table)
     checkpoint = str(Path(checkpoint_dir) / name)
-    reading = sources(checkpoint, [program.catalog.table(n) for n in sorted(program.reads.get(index, ()))])
-    planner = new_planner(spark, program.catalog, program.conf, reading.open)
-    rel = planner.plan(insert.parsed)
+    reads = [program.catalog.bound_table(n, "source") for n in sorted(program.reads.get(index, ()))]
+    planner, rel, reading = plan_query(spark, program.catalog, program.conf, insert.parsed, checkpoint, tables=reads,
+                                       once=once, offline=offline)
     sink = watch_sink(connector.create_sink(SinkContext(spark, table, options, checkpoint, offline=offline)), checkpoint)
     sink_plan = plan_sink(planner, rel, table, connector, sink, insert.column_names)
-    steps = rel.steps + sink_plan.steps
-    engine = "changelog" if (not rel.append_only or any("[stateful" in s for s in steps)) else "native"
     if rel.append_only:
         check_streaming(spark, rel.df, insert.query_origin, insert.query,
                         insert.source.text if insert.source else None, f"the query of INSERT INTO {insert.table}")
     opened = reading.opened
-    plan = QueryPlan(name, index, table.name, engine, sink_plan.mode, checkpoint, steps, sink_plan.writer,
-                     observed=opened.observed, bounded=not opened.unbounded)
-    end_of_input = reading.end_of_input
-    if planner.event_time_span_ms is not None and end_of_input.tables:
-        end_of_input.span_ms = planner.event_time_span_ms
-        plan.end_of_input = end_of_input
+    plan = QueryPlan(name, index, table.name, sink_plan.mode, checkpoint, tuple(rel.steps + sink_plan.steps),
+                     rel.append_only, sink_plan.writer, observed=opened.observed, bounded=not opened.unbounded)
+    plan.end_of_input = closing(planner, reading)
     for j, (dl_table_name, letters) in enumerate(opened.dead_letters):
         plan.dead_letters.append(dead_letter_writer(spark, program, dl_table_name, letters,
                                                     f"{checkpoint}-dead-letter-{j}", watch_sink, offline))
@@ -112,11 +148,11 @@ def dead_letter_writer(spark, program: Program, table_name: str, letters, checkp
                        watch_sink: Callable = unwatched, offline: bool = False):
     from pyspark.sql import functions as F
 
-    table = program.catalog.table(table_name)
-    if table is None:
+    bound = program.catalog.bound_table(table_name, "sink")
+    if bound is None:
         raise PipelineError(f"'dead-letter.table' names '{table_name}', which is not a table of this pipeline",
                             option="dead-letter.table")
-    connector, options = validate_options(table, "sink")
+    table, connector, options = bound.table, bound.connector, dict(bound.options)
     persisted = [c for c in table.columns if c.is_persisted]
     cols = [(letters[c.name] if c.name in letters.columns else
              F.current_timestamp() if "timestamp" in c.spark_type else F.lit(None)).cast(c.spark_type).alias(c.name)

@@ -14,7 +14,9 @@ from typing import Optional
 
 from sqlglot import exp
 
-from job.plan import engine
+from job.changelog.columns import RANK
+from job.changelog.specs import SortKey
+from job.plan import engine, nodes
 from job.plan.relation import NET, SIGN, Field, Rel, conjuncts, keep_fields
 from job.sql.types import BIGINT_TYPE
 
@@ -160,7 +162,7 @@ def top_n(planner, inner: exp.Select, position: int, window: exp.Window, alias: 
     # that keeps the latest row: Flink's keeps the last of rows with equal event times.
     newest_first = (time_order and order_fields[-1].time == "proctime" and descending[-1]) or \
         (dedup and descending[0])
-    sort = [{"column": f.col, "descending": d, "nulls_first": not d} for f, d in zip(order_fields, descending)]
+    sort = [SortKey(column=f.col, descending=d, nulls_first=not d) for f, d in zip(order_fields, descending)]
     ranked = engine.rank(planner, df, pcols, [f.col for f in visible], sort, function, lower, upper,
                          rel.append_only, shows_rank, newest_first)
     rank_col = planner.fresh()
@@ -168,7 +170,7 @@ def top_n(planner, inner: exp.Select, position: int, window: exp.Window, alias: 
     selected = [F.col(f"`{f.col}`") for f in visible]
     if shows_rank:
         fields.append(Field(alias, None, rank_col, BIGINT_TYPE.nullable_as(False)))
-        selected.append(F.col("__rnk").alias(rank_col))
+        selected.append(F.col(RANK).alias(rank_col))
     partition_cols = frozenset(pcols) & frozenset(f.col for f in visible)
     unique = None
     if shows_rank and len(partition_cols) == len(pcols):
@@ -183,10 +185,12 @@ def top_n(planner, inner: exp.Select, position: int, window: exp.Window, alias: 
         if all(f is not None and f.type == rel.field_of(c).type for f, c in zip(shown, pcols)):
             unique = frozenset(f.col for f in shown)
     what = "deduplicate" if dedup else f"top {lower}..{upper}" if lower > 1 else f"top {upper}"
-    step = (f"{what} by {function}() over ({', '.join(planner.current.flink_sql(p) for p in partition) or 'everything'}) "
-            f"order by {', '.join(planner.current.flink_sql(o) for o in order.expressions)} "
-            "[engine: rank; stateful; " + ("emits each key's first row once" if keep_first_by_arrival else
-                              "retracts a row when it leaves the range") + "]")
+    step = nodes.engine("deduplicate" if dedup else "rank", "rank",
+                        f"{what} by {function}() over ({', '.join(planner.current.flink_sql(p) for p in partition) or 'everything'}) "
+                        f"order by {', '.join(planner.current.flink_sql(o) for o in order.expressions)}",
+                        "engine: rank; stateful; " + ("emits each key's first row once" if keep_first_by_arrival else
+                                                      "retracts a row when it leaves the range"),
+                        keys=tuple(planner.current.flink_sql(p) for p in partition), spec=planner.spec_for("rank"))
     out = ranked.select(*selected, F.col(SIGN), *([F.col(NET)] if shows_rank and unique is not None else []))
     return Rel(out, fields, keep_first_by_arrival and rel.append_only, unique, rel.steps + [step],
                computed=rel.computed, net_key=unique if shows_rank and unique is not None else None)
@@ -305,7 +309,7 @@ def _sorted_limit(planner, rel: Rel, order: exp.Order, lower: int, upper: int) -
         nulls_first = o.args.get("nulls_first")
         if nulls_first is not None and bool(nulls_first) != (not d):  # Flink: NULLs first ascending
             raise planner.error(o, "NULLS FIRST / NULLS LAST against Flink's default order is not supported yet")
-    sort = [{"column": f.col, "descending": d, "nulls_first": not d} for f, d in zip(fields, descending)]
+    sort = [SortKey(column=f.col, descending=d, nulls_first=not d) for f, d in zip(fields, descending)]
     newest_first = fields[-1].time == "proctime" and descending[-1]
     ranked = engine.rank(planner, without_event_time(planner.signed(rel)), [], [f.col for f in rel.fields], sort,
                          "row_number", lower, upper, rel.append_only, False, newest_first)
@@ -314,7 +318,8 @@ def _sorted_limit(planner, rel: Rel, order: exp.Order, lower: int, upper: int) -
         text = o.this.meta.get("as_written") or planner.current.flink_sql(o.this)
         return text + (" DESC" if o.args.get("desc") else "")
 
-    step = (f"keep {what} ordered by {', '.join(written(o) for o in order.expressions)} "
-            "[engine: rank; stateful; retracts a row when it leaves the range]")
+    step = nodes.engine("rank", "rank", f"keep {what} ordered by {', '.join(written(o) for o in order.expressions)}",
+                        "engine: rank; stateful; retracts a row when it leaves the range",
+                        spec=planner.spec_for("rank"))
     out = ranked.select(*[F.col(f"`{f.col}`") for f in rel.fields], F.col(SIGN))
     return Rel(out, list(rel.fields), False, rel.unique_key, rel.steps + [step], computed=rel.computed)

@@ -13,14 +13,15 @@ from typing import Optional
 
 from sqlglot import exp
 
+from job.changelog import columns
 from job.errors import PipelineError
 from job.sql.flink.translate import Scope, Typed, field_access
 from job.sql.types import LogicalType
 
-SIGN = "__sign"
+SIGN = columns.SIGN
 # An operator's per-row net effect on an upsert sink ('+U', '-D' or NULL), valid while
 # Rel.net_key is set: see the engine's net ops and plan.sink.
-NET = "__net"
+NET = columns.NET
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ class Rel:
     fields: list[Field]
     append_only: bool
     unique_key: Optional[frozenset] = None      # internal cols whose values identify a row
-    steps: list[str] = field(default_factory=list)  # what was planned, for --explain
+    steps: list = field(default_factory=list)   # its plan: job.plan.nodes.PlanNode, each after its inputs
     # An upsert table not normalized yet: ``df`` holds its rows with __kind/__seq_major/
     # __seq_minor instead of __sign, and these are its primary-key columns. A join on that
     # key normalizes inside the join; anything else calls Planner.settle first.
@@ -87,6 +88,20 @@ class Rel:
     # aggregates (LISTAGG, FIRST_VALUE, LAST_VALUE, ARRAY_AGG) need it, or the positions
     # of a normalized changelog (job.plan.aggregates).
     arrival_order: bool = False
+
+    def __post_init__(self) -> None:
+        # The step that made this relation outputs what the relation holds.
+        if self.steps and self.steps[-1].mode is None:
+            from job.plan.nodes import with_mode
+
+            self.steps = self.steps[:-1] + [with_mode(self.steps[-1], self.mode)]
+
+    @property
+    def mode(self) -> str:
+        """The relation as a changelog: append, upsert (not normalized yet) or retract."""
+        from job.plan.nodes import APPEND, RETRACT, UPSERT
+
+        return APPEND if self.append_only else UPSERT if self.pending_upsert is not None else RETRACT
 
     def cols(self) -> list[str]:
         return [f.col for f in self.fields]

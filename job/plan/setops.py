@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from job.plan import nodes
 from job.plan.relation import SIGN, Field, Rel
 from job.sql.flink import rules
 
@@ -51,4 +52,5 @@ def union_all(planner, rels: list[Rel], node) -> Rel:
     for other in frames[1:]:
         df = df.unionByName(other, allowMissingColumns=True)
     fields = [Field(f.name, None, c, t_) for f, c, t_ in zip(rels[0].fields, cols, types)]
-    return Rel(df, fields, not signed, None, sum((r.steps for r in rels), []) + ["union all [stateless: the inputs' rows interleaved]"])
+    return Rel(df, fields, not signed, None, sum((r.steps for r in rels), []) + [
+        nodes.spark("union", "union all", "stateless: the inputs' rows interleaved", inputs=len(rels))])

@@ -16,8 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from job.connectors.base import APPEND, UPSERT, Connector, Sink
+from job.changelog.columns import OP
 from job.errors import PipelineError
-from job.plan import engine
+from job.plan import engine, nodes
+from job.plan.nodes import with_mode
 from job.plan.relation import NET, SIGN, Rel
 from job.sql.flink.translate import Typed
 from job.sql.types import LogicalType, logical_type
@@ -33,7 +35,7 @@ ROW_JSON = {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX",
 class SinkPlan:
     writer: object             # DataStreamWriter, without checkpoint/trigger/name
     mode: str                  # how the sink is fed, for --explain
-    steps: list[str]
+    steps: list                # job.plan.nodes.PlanNode: the sink's own steps, the write last
 
 
 def target_columns(table, column_names: tuple[str, ...]) -> list:
@@ -117,6 +119,7 @@ def plan_sink(planner, rel: Rel, table, connector: Connector, sink: Sink, column
     from pyspark.sql import functions as F
 
     rel = planner.settle(rel)
+    bound = planner.catalog.bound_table(table.name, "sink")
     df, mapping = shape_for_sink(planner, rel, table, column_names)
     cols = [c for c in df.columns if c not in (SIGN, NET)]
     if rel.append_only:
@@ -124,15 +127,16 @@ def plan_sink(planner, rel: Rel, table, connector: Connector, sink: Sink, column
             raise PipelineError(f"connector '{connector.identifier}' cannot take an append-only result")
         # An inner join can produce the same row twice: a sign n means n copies.
         rows = df.select(*cols, F.explode(F.array_repeat(F.lit(1), F.col(SIGN))).alias("__copy")).drop("__copy")
-        return SinkPlan(sink.write_stream(rows), "append", ["write appended rows"])
+        return SinkPlan(sink.write_stream(rows), "append", [nodes.sink("write appended rows", nodes.APPEND, table=bound)])
 
     if connector.accepts_retractions:
         raw = sink.write_change_stream(df.select(*cols, F.col(SIGN)))
         if raw is not None:
-            return SinkPlan(raw, "changelog", ["write every change as it comes"])
+            return SinkPlan(raw, "changelog", [nodes.sink("write every change as it comes", nodes.RETRACT, table=bound)])
         key = list(table.primary_key) or ([mapping[c] for c in rel.unique_key] if rel.unique_key else cols)
         return SinkPlan(df.writeStream.foreachBatch(lambda b, i: sink.write_changes(label_changes(b, key, cols), i)),
-                        "changelog", ["write every change as +I/-U/+U/-D"])
+                        "changelog", [nodes.sink("write every change as +I/-U/+U/-D", nodes.RETRACT, keys=key,
+                                                 table=bound)])
     if UPSERT not in connector.sink_modes:
         raise PipelineError(
             f"Table sink '{table.name}' (connector '{connector.identifier}') doesn't support consuming update and "
@@ -146,28 +150,35 @@ def plan_sink(planner, rel: Rel, table, connector: Connector, sink: Sink, column
     if rel.unique_key is not None:
         query_key = sorted(mapping[c] for c in rel.unique_key if c in mapping)
         if len(query_key) == len(rel.unique_key) and {k.lower() for k in query_key} <= {p.lower() for p in pk}:
-            steps = [f"upsert by ({', '.join(pk)}): net change per key per micro-batch "
-                     f"(the query is unique on ({', '.join(query_key) or 'one row'}))"]
+            steps = [nodes.sink(f"upsert by ({', '.join(pk)}): net change per key per micro-batch "
+                                f"(the query is unique on ({', '.join(query_key) or 'one row'}))", nodes.UPSERT,
+                                keys=pk, table=bound)]
             if rel.net_key is not None and {mapping.get(c, "").lower() for c in rel.net_key} == {p.lower() for p in pk}:
                 # The last operator netted each key's changes already (one row per key, and
                 # no filter since): its '+U'/'-D' rows are the sink's changes, no shuffle.
-                netted = df.filter(F.col(NET).isNotNull()).select(*cols, F.col(NET).alias("__op"))
+                netted = df.filter(F.col(NET).isNotNull()).select(*cols, F.col(NET).alias(OP))
                 return upserts(sink, netted, steps)
             # One row per key and batch: the batch's changes netted per sink key.
             netted = engine.net_changes(planner, df, pk, cols)
-            return upserts(sink, netted, steps + [f"net each micro-batch's changes per ({', '.join(pk)}) [engine]"])
+            net = nodes.engine("net_changes", "netChanges", f"net each micro-batch's changes per ({', '.join(pk)})",
+                               "engine", keys=pk, stateful=False, spec=planner.spec_for("netChanges"))
+            return upserts(sink, netted, [with_mode(net, nodes.UPSERT)] + steps)
         if len(query_key) == len(rel.unique_key):
             reject_key_mismatch(table, pk, query_key, rel, mapping)
     # Uniqueness on the sink key is unknown, or the query's key is not within the sink's
     # PRIMARY KEY: keep every row per sink key in state and show the latest, as Flink's
     # SinkUpsertMaterializer does.
     out = engine.materialize(planner, df, pk, cols)
-    plan = upserts(sink, out, [f"materialize by ({', '.join(pk)}) [stateful: the query's uniqueness on the sink key "
-                               "is not provable, so the latest row per key is kept]"])
+    materialize = nodes.engine("materialize", "materialize", f"materialize by ({', '.join(pk)})",
+                               "stateful: the query's uniqueness on the sink key is not provable, so the latest row "
+                               "per key is kept", keys=pk, spec=planner.spec_for("materialize"))
+    plan = upserts(sink, out, [with_mode(materialize, nodes.UPSERT),
+                               nodes.sink(f"upsert by ({', '.join(pk)})", nodes.UPSERT, keys=pk, table=bound,
+                                          shown=False)])
     return SinkPlan(plan.writer, "upsert (materialized)", plan.steps)
 
 
-def upserts(sink, netted, steps: list[str]) -> SinkPlan:
+def upserts(sink, netted, steps: list) -> SinkPlan:
     """Upserts ('+U'/'-D', one per key and batch) into the sink: as a stream where the
     sink writes one (no Python per micro-batch), else per micro-batch."""
     writer = sink.write_upsert_stream(netted)
@@ -202,6 +213,6 @@ def label_changes(batch, key: list[str], cols: list[str]):
     has_retract = F.min(F.col(SIGN)).over(w) < 0
     op = (F.when(F.col(SIGN) < 0, F.when(has_insert, F.lit("-U")).otherwise(F.lit("-D")))
           .otherwise(F.when(has_retract, F.lit("+U")).otherwise(F.lit("+I"))))
-    labelled = batch.select("*", op.alias("__op"))
+    labelled = batch.select("*", op.alias(OP))
     copies = labelled.select("*", F.explode(F.array_repeat(F.lit(1), F.abs(F.col(SIGN)))).alias("__copy"))
-    return copies.orderBy(*[F.col(f"`{k}`") for k in key], F.col(SIGN)).select(*[F.col(f"`{c}`") for c in cols], "__op")
+    return copies.orderBy(*[F.col(f"`{k}`") for k in key], F.col(SIGN)).select(*[F.col(f"`{c}`") for c in cols], OP)

@@ -114,8 +114,8 @@ def semi_join(planner, outer: Rel, cond: exp.Expression, kind: str, select: exp.
         joined = planner.filter(joined, exp.Is(this=exp.column("__matched", alias), expression=exp.Null()),
                                 "the NOT EXISTS")
     joined.fields = outer_fields
-    joined.steps = joined.steps[:-1] + [f"{kind} subquery as a {'semi' if kind in ('exists', 'in') else 'anti'} "
-                                        f"join: {planner.current.flink_sql(cond)}"] + joined.steps[-1:]
+    joined.steps = before_last(joined, f"{kind} subquery as a {'semi' if kind in ('exists', 'in') else 'anti'} "
+                                        f"join: {planner.current.flink_sql(cond)}")
     return joined
 
 
@@ -205,6 +205,14 @@ def join_scalar(planner, outer: Rel, alias: str, select: exp.Expression) -> Rel:
     joined = joins.regular_join(planner, outer, values, exp.Join(this=exp.to_identifier(alias), side="LEFT",
                                                                  on=exp.Boolean(this=True)))
     joined.fields = shown + [f for f in joined.fields if f.qualifier == alias and f.name == "__v"]
-    joined.steps = joined.steps[:-1] + [f"scalar subquery ({planner.current.flink_sql(select)}) as a LEFT JOIN "
-                                        "ON TRUE"] + joined.steps[-1:]
+    joined.steps = before_last(joined, f"scalar subquery ({planner.current.flink_sql(select)}) as a LEFT JOIN ON TRUE")
     return joined
+
+
+def before_last(rel: Rel, text: str) -> list:
+    """``rel``'s plan with a step naming the subquery just before its last step (over the
+    subquery's plan, or over the join it became)."""
+    from job.plan.nodes import spark, with_mode
+
+    *earlier, last = rel.steps
+    return earlier + [with_mode(spark("subquery", text), earlier[-1].mode if earlier else rel.mode), last]

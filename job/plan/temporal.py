@@ -25,7 +25,9 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from job.plan import engine
+from job.changelog.columns import SIDE
+from job.changelog.specs import TemporalJoin
+from job.plan import engine, nodes
 from job.plan.event_time import BARRIER, barrier, time_attributes_kept, waits, without_event_time
 from job.plan.relation import SIGN, Field, Rel
 from job.sql.flink import rules
@@ -108,8 +110,8 @@ def versioned(planner, node: exp.Table) -> Rel:
             _check_versioned(planner, rel, node)
             df = rel.df.select(*[F.col(f"`{c}`") for c in rel.cols()], F.lit(False).alias(RETRACT))
             return Rel(df, rel.fields, False, rel.unique_key,
-                       rel.steps + [f"versions: the rows view {view.name} deduplicates by ({', '.join(keys)}), "
-                                    "each valid from its event time"])
+                       rel.steps + [nodes.spark("versions", f"versions: the rows view {view.name} deduplicates by "
+                                                f"({', '.join(keys)}), each valid from its event time", keys=keys)])
     if table is None:
         rel = planner.settle(planner.relation(bare))
         _check_versioned(planner, rel, node)
@@ -117,10 +119,12 @@ def versioned(planner, node: exp.Table) -> Rel:
         # the update-before of an upsert, dropped like Flink drops it.
         df = planner.signed(rel).filter(F.col(SIGN) > 0).select(*[F.col(f"`{c}`") for c in rel.cols()],
                                                                   F.lit(False).alias(RETRACT))
-        return Rel(df, rel.fields, False, rel.unique_key, rel.steps + ["versions: the view's rows by key"])
+        return Rel(df, rel.fields, False, rel.unique_key,
+                   rel.steps + [nodes.spark("versions", "versions: the view's rows by key")])
     from job.plan.scan import table_fields
 
-    stream = planner.open_source(table)
+    bound = planner.catalog.bound_table(table.name, "source")
+    stream = planner.open_source(bound)
     fields, renamed = table_fields(planner, table, alias)
     pk = frozenset(f.col for f in fields if f.name in table.primary_key) or None
     df = stream.df
@@ -133,7 +137,8 @@ def versioned(planner, node: exp.Table) -> Rel:
     else:
         df = df.filter(F.col("__kind") != "-U").select(*renamed, (F.col("__kind") == "-D").alias(RETRACT))
         what = "changelog without update-before rows"
-    rel = Rel(df, fields, False, pk, [f"scan {table.name}: versioned table ({what})"])
+    rel = Rel(df, fields, False, pk, [nodes.scan(f"scan {table.name}: versioned table ({what})",
+                                                 keys=table.primary_key or (), table=bound)])
     _check_versioned(planner, rel, node)
     return rel
 
@@ -232,17 +237,17 @@ def _join(planner, left: Rel, right: Rel, pairs, kind: str, time_field: Field, g
     lcols, rcols = left.cols(), right.cols()
     # The barrier goes into the operator's input (so Spark keeps it): the filters below
     # then stay above the watermark (see job.plan.event_time.barrier).
-    ldf = barrier(left.df).select(*lkeys, F.lit(0).alias("__side"),
+    ldf = barrier(left.df).select(*lkeys, F.lit(0).alias(SIDE),
                                   F.expr(f"unix_millis(`{time_field.col}`)").alias("__t"),
                                   F.lit(None).cast("boolean").alias(RETRACT), *[F.col(f"`{c}`") for c in lcols],
                                   lnone.alias("__no_key"), F.col(BARRIER))
-    rdf = barrier(right.df).filter(~rnone).select(*rkeys, F.lit(1).alias("__side"),
+    rdf = barrier(right.df).filter(~rnone).select(*rkeys, F.lit(1).alias(SIDE),
                                                   F.expr(f"unix_millis(`{right_time.col}`)").alias("__t"),
                                                   F.col(RETRACT), *[F.col(f"`{c}`") for c in rcols], F.col(BARRIER))
     matched = ldf.filter(~F.col("__no_key")).drop("__no_key").unionByName(rdf, allowMissingColumns=True)
-    spec = {"keys": [f"__k{i}" for i in range(len(pairs))], "left": lcols, "right": rcols, "side": "__side",
-            "time": "__t", "retract": RETRACT, "left_outer": kind == "left"}
-    out = engine.call(planner, "temporalJoin", without_event_time(matched), spec)
+    spec = TemporalJoin(keys=tuple(f"__k{i}" for i in range(len(pairs))), left=tuple(lcols), right=tuple(rcols),
+                        time="__t", retract=RETRACT, left_outer=kind == "left")
+    out = engine.call(planner, spec, without_event_time(matched))
     if kind == "left":
         # A left row whose key is NULL (or fails the left side's ON condition) matches no
         # version: emitted padded, without waiting.
@@ -255,7 +260,10 @@ def _join(planner, left: Rel, right: Rel, pairs, kind: str, time_field: Field, g
     rfields = right.fields if kind == "inner" else [Field(f.name, f.qualifier, f.col, f.type.nullable_as(True), f.time)
                                                      for f in right.fields]
     on = ", ".join(planner.current.flink_sql(a) + " = " + planner.current.flink_sql(b) for a, b in pairs)
-    step = (f"{kind} temporal join FOR SYSTEM_TIME AS OF {time_field.name} on {on} [engine: temporalJoin; a left row "
-            "is joined with the version valid at its time once the watermark passes it]")
+    step = nodes.engine("temporal_join", "temporalJoin",
+                        f"{kind} temporal join FOR SYSTEM_TIME AS OF {time_field.name} on {on}",
+                        "engine: temporalJoin; a left row is joined with the version valid at its time once the "
+                        "watermark passes it", keys=tuple(planner.current.flink_sql(a) for a, _ in pairs),
+                        spec=planner.spec_for("temporalJoin"), inputs=2)
     return Rel(out, left.fields + rfields, True, None, left.steps + right.steps + [step],
                computed=left.computed | right.computed)

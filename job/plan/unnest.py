@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from job.plan import nodes
 from job.plan.relation import SIGN, Field, Rel
 
 
@@ -67,6 +68,7 @@ def plan_unnest(planner, left: Rel, node: exp.Join) -> Rel:
     else:
         raise planner.error(unnest.expressions[0], f"UNNEST needs an ARRAY or MAP, not {x}")
     return Rel(df, left.fields + fields, left.append_only, None,
-               left.steps + [f"{'left join' if outer else 'cross join'} unnest {planner.current.flink_sql(unnest.expressions[0])} "
-                             "[stateless: Spark's explode, one row per element]"],
+               left.steps + [nodes.spark("unnest", f"{'left join' if outer else 'cross join'} unnest "
+                                         f"{planner.current.flink_sql(unnest.expressions[0])}",
+                                         "stateless: Spark's explode, one row per element")],
                computed=left.computed)

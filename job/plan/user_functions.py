@@ -25,6 +25,7 @@ from typing import Optional
 from urllib.parse import urlparse
 
 from job.changelog.jvm import add_jar, static_call
+from job.changelog.specs import ScalarFunction, to_json
 from job.errors import PipelineError
 from job.sql.flink.functions.user import MAX_ARGS, Overload, UserFunction, java_type
 
@@ -122,10 +123,10 @@ class PipelineFunctions:
     def _register(self, declared, overload: Overload, deterministic: bool) -> None:
         if overload.spark_name in self._registered:
             return
+        spec = ScalarFunction(name=overload.spark_name, class_name=declared.class_name, method=overload.method,
+                              result_type=overload.result.spark, deterministic=deterministic)
         static_call(self.spark, BRIDGE, "register", (SESSION, self.spark._jsparkSession),
-                    ("java.lang.String", overload.spark_name), ("java.lang.String", declared.class_name),
-                    ("java.lang.String", overload.method), ("java.lang.String", overload.result.spark),
-                    ("boolean", deterministic))
+                    ("java.lang.String", to_json(spec)))
         self._registered.add(overload.spark_name)
 
     # ------------------------------------------------------------------ jars

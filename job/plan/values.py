@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from job.plan import nodes
 from job.plan.relation import Field, Rel
 
 
@@ -45,7 +46,7 @@ def plan_values(planner, node: exp.Values) -> Rel:
 
     stream = bounded_stream(planner, df)
     fields = [Field(n, alias.name if alias is not None else None, c, t_) for n, c, t_ in zip(names, cols, types)]
-    return Rel(stream, fields, True, steps=[f"VALUES ({len(rows)} rows) [a bounded source: its rows once]"])
+    return Rel(stream, fields, True, steps=[nodes.scan(f"VALUES ({len(rows)} rows)", note="a bounded source: its rows once")])
 
 
 def plan_select_without_from(planner, node: exp.Select) -> Rel:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from job.plan import nodes
 from job.plan.relation import Field, Rel, flink_key
 
 
@@ -72,7 +73,7 @@ def expand_grouping_sets(planner, rel: Rel, node: exp.Select, window, keys: list
     fields = list(rel.fields) + [Field(c, None, c, v.type.nullable_as(True)) for c, v in zip(cols, values)] \
         + [Field(gid, None, gid, rules_int())]
     expanded = Rel(exploded, fields, rel.append_only, None, rel.steps + [
-        f"grouping sets: each row once per set of {len(sets)} [stateless]"], window=window,
+        nodes.spark("grouping_sets", f"grouping sets: each row once per set of {len(sets)}", "stateless")], window=window,
         window_fields=rel.window_fields)
     group_keys = [exp.column(gid)] + [exp.column(c) for c in cols]
     return expanded, group_keys, {c: (e, v) for e, c, v in zip(exprs, cols, values)}, {gid}

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from job.plan import engine
+from job.changelog.columns import SIDE
+from job.changelog.specs import WindowJoin
+from job.plan import engine, nodes
 from job.plan.event_time import BARRIER, barrier, time_attributes_kept, waits, without_event_time
 from job.plan.relation import Field, Rel
 from job.sql.flink import rules
@@ -82,7 +84,7 @@ def plan_window_join(planner, left: Rel, right: Rel, node: exp.Join, kind: str, 
         for c in cols:
             no_key = no_key | c.isNull()
         return barrier(rel.df).select(*[c.alias(f"__k{i}") for i, c in enumerate(cols)],
-                                      F.lit(number).alias("__side"), (F.expr(f"unix_millis({end})") - 1).alias("__t"),
+                                      F.lit(number).alias(SIDE), (F.expr(f"unix_millis({end})") - 1).alias("__t"),
                                       *[F.col(f"`{c}`") for c in rel.cols()], no_key.alias("__no_key"),
                                       F.col(BARRIER))
 
@@ -90,9 +92,9 @@ def plan_window_join(planner, left: Rel, right: Rel, node: exp.Join, kind: str, 
     rdf = side(right, rvals, 1, end_col["right"])
     matched = ldf.filter(~F.col("__no_key")).unionByName(rdf.filter(~F.col("__no_key")), allowMissingColumns=True)
     lcols, rcols = left.cols(), right.cols()
-    spec = {"keys": [f"__k{i}" for i in range(len(pairs))], "left": lcols, "right": rcols, "side": "__side",
-            "time": "__t", "pad_left": kind in ("left", "full"), "pad_right": kind in ("right", "full")}
-    out = engine.call(planner, "windowJoin", without_event_time(matched.drop("__no_key")), spec)
+    spec = WindowJoin(keys=tuple(f"__k{i}" for i in range(len(pairs))), left=tuple(lcols), right=tuple(rcols),
+                      time="__t", pad_left=kind in ("left", "full"), pad_right=kind in ("right", "full"))
+    out = engine.call(planner, spec, without_event_time(matched.drop("__no_key")))
     # A row with a NULL key never matches: an outer side emits it padded at once.
     ltypes = {c: t for c, t in ldf.dtypes}
     rtypes = {c: t for c, t in rdf.dtypes}
@@ -111,8 +113,10 @@ def plan_window_join(planner, left: Rel, right: Rel, node: exp.Join, kind: str, 
     lfields = nullable(left.fields) if kind in ("right", "full") else left.fields
     rfields = nullable(right.fields) if kind in ("left", "full") else right.fields
     on = ", ".join(planner.current.flink_sql(a) + " = " + planner.current.flink_sql(b) for a, b in pairs)
-    step = (f"{kind} window join on {on} [engine: windowJoin; a window's rows are joined once the watermark passes "
-            "its end]")
+    step = nodes.engine("window_join", "windowJoin", f"{kind} window join on {on}",
+                        "engine: windowJoin; a window's rows are joined once the watermark passes its end",
+                        keys=tuple(planner.current.flink_sql(a) for a, _ in pairs), spec=planner.spec_for("windowJoin"),
+                        inputs=2)
     rel = Rel(out, lfields + rfields, True, None, left.steps + right.steps + [step],
               computed=left.computed | right.computed)
     for cond in extra:

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from job.plan import engine
+from job.changelog.columns import RANK
+from job.changelog.specs import SortKey, WindowRank
+from job.plan import engine, nodes
 from job.plan.event_time import time_attributes_kept, waits, without_event_time
 from job.plan.relation import Field, Rel
 from job.sql.types import BIGINT_TYPE
@@ -35,20 +37,22 @@ def plan_window_rank(planner, rel: Rel, partition: list, pcols: list, visible: l
     wanted = list(dict.fromkeys(rows + pcols + sort_cols))
     df = without_event_time(rel.df).select(*[F.col(f"`{c}`") for c in wanted],
                                            (F.expr(f"unix_millis(`{end.col}`)") - 1).alias("__t"))
-    sort = [{"column": c, "descending": d, "nulls_first": not d} for c, d in zip(sort_cols, descending)]
-    spec = {"keys": pcols, "row": rows, "sort": sort, "time": "__t", "lower": lower, "upper": upper,
-            "show_rank": shows_rank}
-    ranked = engine.call(planner, "windowRank", df, spec)
+    sort = tuple(SortKey(column=c, descending=d, nulls_first=not d) for c, d in zip(sort_cols, descending))
+    spec = WindowRank(keys=tuple(pcols), row=tuple(rows), sort=sort, time="__t", lower=lower, upper=upper,
+                      show_rank=shows_rank)
+    ranked = engine.call(planner, spec, df)
     waits(planner, 0)
     fields = list(visible)
     selected = [F.col(f"`{c}`") for c in rows]
     if shows_rank:
         rank_col = planner.fresh()
         fields.append(Field(alias, None, rank_col, BIGINT_TYPE.nullable_as(False)))
-        selected.append(F.col("__rnk").alias(rank_col))
+        selected.append(F.col(RANK).alias(rank_col))
     what = "window deduplication" if upper == 1 and lower == 1 else f"window top {upper}"
-    step = (f"{what} by row_number() over ({', '.join(planner.current.flink_sql(p) for p in partition)}) order by "
-            f"{', '.join(planner.current.flink_sql(o) for o in order.expressions)} [engine: windowRank; a window's "
-            "rows are ranked once the watermark passes its end]")
+    step = nodes.engine("window_rank", "windowRank",
+                        f"{what} by row_number() over ({', '.join(planner.current.flink_sql(p) for p in partition)}) "
+                        f"order by {', '.join(planner.current.flink_sql(o) for o in order.expressions)}",
+                        "engine: windowRank; a window's rows are ranked once the watermark passes its end",
+                        keys=tuple(planner.current.flink_sql(p) for p in partition), spec=planner.spec_for("windowRank"))
     out = time_attributes_kept(ranked.select(*selected), rel.df, fields)
     return Rel(out, fields, True, None, rel.steps + [step], computed=rel.computed)

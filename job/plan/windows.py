@@ -14,7 +14,7 @@ aggregation: each window is emitted once, when the watermark passes its end (Fli
 window aggregate is append-only too); GROUPING SETS / ROLLUP / CUBE too
 (job.plan.window_grouping). At the end of a bounded input (``--once``) the run advances
 event time past every window, so every window closes, as Flink's bounded sources do (see
-:mod:`job.run.end_of_input`). A window aggregation of a changelog is refused: a
+:mod:`job.plan.end_of_input`). A window aggregation of a changelog is refused: a
 changelog source has no watermark in Spark here, and its windows would never close.
 
 Window columns follow Flink: ``window_start``, ``window_end`` (TIMESTAMP(3)) and
@@ -28,6 +28,7 @@ from typing import Optional
 
 from sqlglot import exp
 
+from job.plan import nodes
 from job.plan.event_time import waits
 from job.plan.relation import Field, Rel, flink_key
 from job.plan.window_zone import instant_struct, local_columns, local_time, shown_columns, window_zone
@@ -144,12 +145,14 @@ def plan_window_tvf(planner, node: WindowTVF) -> Rel:
         # Sessions of all the input's rows: a WHERE of this query filters the rows after
         # (as in Flink; only a window aggregation assigns sessions to filtered rows).
         df = session_windows(planner, rel, window, time_field, window_fields)
-        steps = rel.steps + [f"session windows on {time_field.name} [engine: sessionRows; a session's rows wait until "
-                             "the watermark passes its end, then come out with window_start, window_end, window_time]"]
+        steps = rel.steps + [nodes.engine("session_windows", "sessionRows", f"session windows on {time_field.name}",
+                                          "engine: sessionRows; a session's rows wait until the watermark passes its "
+                                          "end, then come out with window_start, window_end, window_time",
+                                          spec=planner.spec_for("sessionRows"))]
     else:
         df = assign_windows(planner, rel, window, time_field, window_fields)
-        steps = rel.steps + [f"{node.this.lower()} windows on {time_field.name}: window_start, window_end, "
-                             "window_time added to each row [stateless]"]
+        steps = rel.steps + [nodes.spark("windows", f"{node.this.lower()} windows on {time_field.name}: window_start, "
+                                         "window_end, window_time added to each row", "stateless")]
     return Rel(df, fields, rel.append_only, rel.unique_key if node.this in ("TUMBLE", "SESSION") else None, steps,
                window=window, window_fields=window_fields)
 
@@ -181,6 +184,8 @@ def session_windows(planner, rel: Rel, window: Window, time_field: Field, window
     other windows, so Spark's aggregation can group by it."""
     from pyspark.sql import functions as F
 
+    from job.changelog.columns import SESSION_END, SESSION_START
+    from job.changelog.specs import SessionRows
     from job.plan import engine
     from job.plan.event_time import without_event_time
 
@@ -190,12 +195,13 @@ def session_windows(planner, rel: Rel, window: Window, time_field: Field, window
     staged = rel.df.select(*[F.expr(k.sql).alias(f"__k{i}") for i, k in enumerate(keys)],
                            *[F.col(f"`{c}`") for c in rel.cols()],
                            F.expr(f"unix_millis(`{time_field.col}`)").alias("__t"))
-    out = engine.call(planner, "sessionRows", without_event_time(staged),
-                      {"keys": [f"__k{i}" for i in range(len(keys))], "row": rel.cols(), "time": "__t",
-                       "gap_ms": window.gap_ms})
+    spec = SessionRows(keys=tuple(f"__k{i}" for i in range(len(keys))), row=tuple(rel.cols()), time="__t",
+                       gap_ms=window.gap_ms)
+    out = engine.call(planner, spec, without_event_time(staged))
     waits(planner, window.gap_ms)
     window.struct_col = planner.fresh("_w")
-    struct = F.struct(F.expr("timestamp_millis(__start)").alias("start"), F.expr("timestamp_millis(__end)").alias("end"))
+    struct = F.struct(F.timestamp_millis(F.col(SESSION_START)).alias("start"),
+                      F.timestamp_millis(F.col(SESSION_END)).alias("end"))
     df = out.select(*[F.col(f"`{c}`") for c in rel.cols()], struct.alias(window.struct_col, metadata=metadata or None))
     w = F.col(window.struct_col)
     columns = shown_columns(w, window.zone) if window.zone else \
@@ -416,9 +422,10 @@ def window_aggregate(planner, rel: Rel, node: exp.Select, window: Window, keys: 
         out_fields.append(field)
     replaced.update(agg_replacements)
     agg_rel = Rel(df.select(*selected), out_fields, True,
-                  steps=rel.steps + [f"{window.kind.lower()} window aggregation on {planner.current.flink_sql(window.time)}"
-                                     " [Spark's windowed aggregation; a window is emitted once the watermark passes "
-                                     "its end]"])
+                  steps=rel.steps + [nodes.spark("window_aggregate", f"{window.kind.lower()} window aggregation on "
+                                                 f"{planner.current.flink_sql(window.time)}",
+                                                 "Spark's windowed aggregation; a window is emitted once the watermark "
+                                                 "passes its end", stateful=True)])
     if node.args.get("having"):
         agg_rel = planner.filter(agg_rel, node.args["having"].this, "HAVING", replaced)
     return planner.project(agg_rel, node.expressions, replaced)

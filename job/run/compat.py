@@ -8,17 +8,23 @@ same source position continues from the old topic's offsets. The results are the
 silently wrong.
 
 So each query's checkpoint directory gets a small fingerprint file on first start,
-``streamsql-plan.json``: the sources it reads (in Spark's order, which is how its offset
-log is keyed) and, for a stateful query, the shape of its state: the normalised SQL (with
-the views it reads), the columns of its tables, the engine's operator chain and the
-layout of the engine's state (``VERSION``). On restart:
+``streamsql-plan.json``, read off the query's plan (job.plan.nodes): the sources it reads
+(in Spark's order, which is how its offset log is keyed) and, when a step of the plan keeps
+state, the shape of that state: every step (its kind, what it does, its keys, whether and
+in which layout it keeps state), the normalised SQL (with the views it reads: a projection
+feeding an aggregation changes its state without changing a step) and the columns of its
+tables. On restart:
 
 * same fingerprint: fine;
-* a stateless query (no aggregation, join, DISTINCT or window) whose projection or
-  filter changed: fine — it has no state, new rows simply follow the new SQL; the
-  fingerprint is updated;
+* a stateless query (no step keeps state) whose projection or filter changed: fine — it
+  has no state, new rows simply follow the new SQL; the fingerprint is updated;
 * a changed stateful shape, or changed sources: a :class:`PipelineError` (exit 2) that
   says so and how to start fresh, before anything runs.
+
+Fingerprints written before the plan was typed (no ``format``) are compared with what
+that version computed for the same plan (:func:`legacy_fingerprint`), so an unchanged query
+keeps its checkpoint and a changed one is refused as it was; the file is then rewritten in
+the current format.
 
 Only local checkpoint paths are checked (``file:`` or no scheme); others are left to Spark.
 """
@@ -32,10 +38,14 @@ from typing import Optional
 
 from job.errors import PipelineError
 
+from job.plan.nodes import ENGINE_STATE_VERSION
+
 FINGERPRINT_FILE = "streamsql-plan.json"
-# The changelog engine's state layout. 2: the JVM operators, state per key (1: Python
-# operators, one pickled state per bucket of keys). A checkpoint of another layout is refused.
-VERSION = 2
+# The changelog engine's state layout (job.plan.nodes). A checkpoint of another layout is refused.
+VERSION = ENGINE_STATE_VERSION
+# The fingerprint's own format. 2: read off the typed plan (1, no 'format' key: from the
+# SQL and the wording of --explain's steps).
+FORMAT = 2
 
 
 def query_tree(statement):
@@ -57,7 +67,8 @@ def normalized_sql(tree) -> str:
 
 
 def is_stateful_sql(tree) -> bool:
-    """True if the query aggregates, joins, deduplicates or uses windows: state survives batches."""
+    """Format 1's second test of statefulness: the query aggregates, joins, deduplicates or
+    uses windows."""
     from sqlglot import exp
 
     kinds = (exp.Group, exp.AggFunc, exp.Join, exp.Distinct, exp.Window)
@@ -83,46 +94,75 @@ def referenced_views(program, tree, seen: Optional[set] = None) -> dict:
     return out
 
 
-def source_identity(table) -> dict:
-    """What a source's offsets refer to: the connector and what its connector says they
-    refer to (a topic, a directory…)."""
+def source_identity(bound) -> dict:
+    """What a source's offsets refer to (``bound``: the catalog's bound table): the connector
+    and what its connector says they refer to (a topic, a directory…)."""
     from job.connectors.registry import source_identity as identity
 
-    return identity(table)
+    return identity(bound)
 
 
 def fingerprint(program, plan) -> dict:
+    """What the query's checkpoint must match (see the module docstring), from its plan."""
+    return _fingerprint(program, plan, plan.stateful, lambda: {
+        "operators": [{"kind": n.kind, "step": n.text, "keys": list(n.keys), "state_version": n.state_version}
+                      for n in plan.nodes]}, FORMAT)
+
+
+def legacy_fingerprint(program, plan) -> dict:
+    """The fingerprint the job wrote before its plan was typed (format 1), for the same plan.
+
+    That version called a query stateful when its result was a changelog or it normalized
+    or materialized by key (the steps it marked '[stateful'), or when its SQL had an
+    aggregation, join, DISTINCT or window; it kept the engine's name and each step's
+    wording without bracketed remarks (what ``--explain`` printed, so its nodes' ``str``)."""
+    from job.plan.nodes import PlanNode
+
+    engine = "changelog" if not plan.append_only or any(n.kind in ("normalize", "materialize")
+                                                         for n in plan.nodes) else "native"
+    insert = program.inserts[plan.insert_index]
+    tree = query_tree(insert)
+    stateful = engine == "changelog" or any(is_stateful_sql(t) for t in
+                                            [tree, *referenced_views(program, tree).values()])
+    # It listed the netting of a batch's changes after the sink's write.
+    shown: list[PlanNode] = [n for n in plan.nodes if n.shown and n.kind != "net_changes"] + \
+        [n for n in plan.nodes if n.shown and n.kind == "net_changes"]
+    return _fingerprint(program, plan, stateful, lambda: {
+        "engine": engine, "operators": [operator_shape(str(n)) for n in shown]}, None)
+
+
+def _fingerprint(program, plan, stateful: bool, steps, format_) -> dict:
     from job.catalog import short_name
 
     insert = program.inserts[plan.insert_index]
     reads = sorted(program.reads.get(plan.insert_index, set()))
     tables = [program.catalog.table(n) for n in reads]
-    tree = query_tree(insert)
-    views = referenced_views(program, tree)
-    stateful = plan.engine == "changelog" or any(is_stateful_sql(t) for t in [tree, *views.values()])
     out = {
         "version": VERSION,
         "query": plan.name,
         "sink": short_name(plan.sink_table),
-        "sources": {short_name(t.name): source_identity(t) for t in tables if t is not None},
+        "sources": {short_name(t.name): source_identity(program.catalog.bound_table(t.name))
+                    for t in tables if t is not None},
         "stateful": stateful,
     }
+    if format_ is not None:
+        out["format"] = format_
     if stateful:
+        tree = query_tree(insert)
+        views = referenced_views(program, tree)
         out["state"] = {
-            "engine": plan.engine,
             "sql": normalized_sql(tree),
             "views": {name: normalized_sql(view) for name, view in views.items()},
             "columns": {short_name(t.name): [f"{c.name} {c.spark_type}" for c in t.columns]
                         for t in tables if t is not None},
-            "operators": [operator_shape(step) for step in plan.steps],
+            **steps(),
         }
     return out
 
 
 def operator_shape(step: str) -> str:
-    """A plan step without its bracketed commentary ('[engine: join; stateful; …]'): what the
-    step does is the state's shape; how --explain words it may change between versions
-    without making a checkpoint incompatible."""
+    """Format 1's step: its wording without bracketed remarks ('[engine: join; stateful; …]'),
+    innermost first (a remark may hold brackets of its own)."""
     while True:  # innermost brackets first: the commentary may hold brackets of its own
         shorter = re.sub(r"\s*\[[^\[\]]*\]", "", step)
         if shorter == step:
@@ -216,7 +256,8 @@ def check_checkpoints(program, plans, *, write: bool = True) -> None:
             except (OSError, ValueError):
                 old = None  # unreadable (a crash while writing it): rewritten below
         if old is not None and has_progress(directory):
-            changed = differences(old, new)
+            expected = new if old.get("format") == FORMAT else legacy_fingerprint(program, plan)
+            changed = differences(old, expected)
             if changed:
                 insert = program.inserts[plan.insert_index]
                 raise PipelineError(

@@ -1,6 +1,5 @@
 """Starting the planned queries (:mod:`job.plan.queries`), all in one Spark application
-(Flink's statement set), and telling why one stopped; how each query of a run opens its
-tables, which planning borrows.
+(Flink's statement set), and telling why one stopped.
 
 Every query starts; if one fails the others are stopped and the failure is reported.
 With ``once`` every source is read up to what is available now and the run ends; an
@@ -9,44 +8,16 @@ INSERT that reads a table another INSERT writes waits for that one to finish fir
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 from job.catalog import short_name
-from job.connectors.registry import is_unreachable, waiting_tables
+from job.connectors.registry import is_unreachable
 from job.errors import EXIT_BAD_RECORD, EXIT_OTHER, EXIT_UNREACHABLE, PipelineError
 from job.plan.analyze import spark_error
 from job.plan.program import Program, trigger_interval_ms
 from job.plan.queries import QueryPlan
-from job.run.end_of_input import EndOfInput
-from job.run.sources import BAD_RECORD_MARKER, OpenedSources, open_source
+from job.plan.sources import BAD_RECORD_MARKER
 
 SINK_ERROR = re.compile(r"SinkError: \[exit (\d+)\] ([^\n]*)")
-
-
-@dataclass
-class QuerySources:
-    """How one query of this run opens its tables (the ``sources`` planning is lent):
-    through its connector, with the table's bad-record policy and, for a table with a
-    WATERMARK, the end-of-input markers that let ``--once`` close every window."""
-
-    spark: object
-    checkpoint: str
-    once: bool = False
-    offline: bool = False
-    opened: OpenedSources = field(default_factory=OpenedSources)
-    end_of_input: EndOfInput = field(default_factory=EndOfInput)
-    waiting_tables: int = 1  # of the query's tables, how many wait for records (registry.waiting_tables)
-
-    def open(self, table, ordered: bool = True):
-        return open_source(self.spark, table, once=self.once, offline=self.offline, opened=self.opened,
-                           checkpoint=self.checkpoint, end_of_input=self.end_of_input, ordered=ordered,
-                           waiting_tables=self.waiting_tables)
-
-
-def query_sources(spark, *, once: bool, offline: bool = False):
-    """Per query (its checkpoint and the tables it reads), its :class:`QuerySources`."""
-    return lambda checkpoint, tables=(): QuerySources(spark, checkpoint, once, offline,
-                                                      waiting_tables=waiting_tables(tables))
 
 
 def trigger_args(program: Program, once: bool) -> dict:

@@ -16,6 +16,7 @@ never appear on stdout or stderr.
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
 import threading
@@ -42,6 +43,7 @@ class RunOptions:
     once: bool = False
     dry_run: bool = False
     explain: bool = False
+    explain_format: str = "text"       # how --dry-run/--explain print the plan: 'text' or 'json'
     checkpoint_dir: Optional[str] = None
     verbose: bool = False
     master: Optional[str] = None
@@ -110,26 +112,27 @@ def _run(options: RunOptions, out, err, masker: Masker, program=None) -> int:
     if not options.dry_run:
         check_endpoints(program)
 
-    from job.plan.explain import explain_lines
+    from job.plan.explain import explain_json, explain_lines
     from job.plan.queries import plan_queries
     from job.run.metrics import instrument_sink
-    from job.run.queries import query_sources
     from job.run.session import build_session, catalog_conf
 
     conf = {**program.conf, **catalog_conf(program, options.dry_run)}
     spark = build_session(program.name, session_conf(conf, options.verbose), verbose=options.verbose,
                           master=options.master)
     quiet_jvm_logs(spark, options.verbose)
-    plans = plan_queries(spark, program, checkpoint_dir=checkpoint_dir, offline=options.dry_run,
-                         sources=query_sources(spark, once=options.once, offline=options.dry_run),
+    plans = plan_queries(spark, program, checkpoint_dir=checkpoint_dir, offline=options.dry_run, once=options.once,
                          watch_sink=instrument_sink)
     from job.run.compat import check_checkpoints
 
     # A checkpoint written by an incompatible version of a query: refuse before running.
     check_checkpoints(program, plans, write=not options.dry_run)
     if options.dry_run or options.explain:
-        for line in explain_lines(program, plans, checkpoint_dir):
-            print(line, file=out)
+        if options.explain_format == "json":
+            print(json.dumps(explain_json(program, plans, checkpoint_dir), indent=1, ensure_ascii=False), file=out)
+        else:
+            for line in explain_lines(program, plans, checkpoint_dir):
+                print(line, file=out)
         out.flush()
         if options.dry_run:
             return EXIT_OK

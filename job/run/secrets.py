@@ -99,10 +99,8 @@ class Masker:
 def collect_secrets(program) -> set[str]:
     """Every value of ``program`` that must not be shown: the templated secrets, the values
     of secret-looking table options and Spark settings, and secret pieces inside them."""
-    from job.connectors.registry import bind
-
     values: set[str] = set(getattr(program, "secrets", ()) or ())
-    bound = [bind(t) for t in program.catalog.tables.values()]
+    bound = program.catalog.bound_tables()
     settings = [*((k in b.secrets, k, v) for b in bound for k, v in b.options.items()),
                 *((is_secret_option(k), k, v) for k, v in (program.conf or {}).items())]
     for secret, _key, value in settings:

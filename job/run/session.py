@@ -124,7 +124,7 @@ def catalog_conf(program, offline: bool = False) -> dict[str, str]:
 
     if offline:
         return {}
-    return session_conf(program.catalog.tables.values(), program.conf)
+    return session_conf(program.catalog.bound_tables(), program.conf)
 
 
 def launch_jvm_in_own_session(builder) -> None:

@@ -131,7 +131,7 @@ def _executed(spark, statements, query, tmp_path):
     from job.pipeline.load import load_statements
     from job.plan.program import declare
     from job.plan.queries import new_planner
-    from job.run.queries import QuerySources
+    from job.plan.sources import QuerySources
     from job.sql.flink.query import parse_query
 
     catalog, conf, _ = declare(load_statements(args=statements).statements, None)

@@ -22,7 +22,7 @@ def net_per_batch(spark, tmp_path, batches):
         path.write_text("".join(json.dumps({"id": r[0], "name": r[1], "n": r[2], SIGN: s}) + "\n" for r, s in changes))
         os.utime(path, (1_700_000_000 + 10 * i, 1_700_000_000 + 10 * i))  # read in this order
     df = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
-    planner = SimpleNamespace(spark=spark, state_ttl_ms=0)
+    planner = SimpleNamespace(spark=spark, state_ttl_ms=0, ran=lambda spec: None)
     netted = engine.net_changes(planner, df, ["id"], ["id", "name", "n"])
     out: list = []
     query = (netted.writeStream.foreachBatch(lambda b, i: out.append(sorted(tuple(r) for r in b.collect())))

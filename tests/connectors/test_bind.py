@@ -41,18 +41,31 @@ def test_bind_types_the_options_fills_defaults_and_resolves_formats():
     ({"connector": "jdbc", "url": "jdbc:postgresql://h/db", "table-name": "t"}, (), APPEND),
 ])
 def test_the_changelog_mode_is_the_bound_tables(options, primary_key, mode):
-    from job.catalog import table_mode
-
     t = table(primary_key=primary_key, **options)
-    assert registry.bind(t).mode == mode == table_mode(t)
+    assert registry.bind(t).mode == mode
 
 
-def test_a_table_is_bound_once_per_role():
-    t = table(**KAFKA)
-    assert registry.bind(t, "source") is registry.bind(t, "source")
-    assert registry.bind(t, "sink") is not registry.bind(t, "source")
-    other = table(**{**KAFKA, "topic": "payments"})
-    assert registry.bind(other, "source").options["topic"] == "payments"
+def test_a_program_binds_each_table_once_per_role_and_its_catalog_keeps_it(monkeypatch):
+    """Planning, explaining, the run's checks and the checkpoint fingerprint all read the
+    catalog's bound tables: nothing binds a table again."""
+    from job.pipeline.load import load_statements
+    from job.plan.program import build_program
+
+    calls = []
+    bind = registry.bind
+    monkeypatch.setattr(registry, "bind", lambda t, role=None: calls.append((t.name, role)) or bind(t, role))
+    program = build_program(load_statements(args=[
+        "CREATE TABLE src (id INT) WITH ('connector' = 'kafka', 'topic' = 'a', 'properties.bootstrap.servers' = 'b', "
+        "'format' = 'json')",
+        "CREATE TABLE out (id INT) WITH ('connector' = 'blackhole')",
+        "CREATE TABLE unused (id INT) WITH ('connector' = 'blackhole')",
+        "INSERT INTO out SELECT id FROM src"]))
+    assert sorted(calls) == [("out", "sink"), ("src", "source"), ("unused", None)]
+    catalog = program.catalog
+    assert catalog.bound_table("src", "source") is catalog.bound_table("SRC") is catalog.bound_tables()[0]
+    assert catalog.bound_table("out", "sink").role == "sink" and catalog.bound_table("unused").role is None
+    assert len(calls) == 3
+    assert catalog.bound_table("nothing") is None
 
 
 def test_an_invalid_table_fails_every_time():

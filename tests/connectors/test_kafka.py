@@ -122,7 +122,6 @@ def test_a_query_reading_several_kafka_tables_shares_the_wait_among_them(spark, 
 
     from job.api import compile
     from job.plan.queries import plan_queries
-    from job.run.queries import query_sources
 
     def table(name, extra=""):
         return (f"CREATE TABLE {name} (k STRING, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ("
@@ -134,8 +133,7 @@ def test_a_query_reading_several_kafka_tables_shares_the_wait_among_them(spark, 
             table("a"), table("b"), table("c", ", 'scan.min-offsets-per-trigger' = '0'"), table("d"),
             table("e", ", 'scan.bounded.mode' = 'latest-offset'"),
             "CREATE TABLE o (k STRING, x STRING, y STRING) WITH ('connector' = 'blackhole')", f"INSERT INTO o {query}"]))
-        plans = plan_queries(spark, program, checkpoint_dir=str(tmp_path),
-                             sources=query_sources(spark, once=False, offline=True), offline=True)
+        plans = plan_queries(spark, program, checkpoint_dir=str(tmp_path), offline=True)
         plan = plans[0].writer._df._jdf.queryExecution().logical().toString()
         return sorted(re.findall(r"subscribe=(\w+)", plan)), sorted(re.findall(r"minOffsetsPerTrigger=(\d+)", plan))
 

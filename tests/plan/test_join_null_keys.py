@@ -117,7 +117,7 @@ def test_an_outer_join_reads_each_source_once(spark, tmp_path):
     from job.pipeline.load import load_statements
     from job.plan.program import declare
     from job.plan.queries import new_planner
-    from job.run.queries import QuerySources
+    from job.plan.sources import QuerySources
     from job.sql.flink.query import parse_query
 
     catalog, conf, _ = declare(load_statements(args=_tables(tmp_path)).statements, None)

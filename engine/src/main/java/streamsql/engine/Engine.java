@@ -15,20 +15,41 @@ import org.apache.spark.sql.functions;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
+import streamsql.engine.spec.AggregateCall;
+import streamsql.engine.spec.Aggregate;
+import streamsql.engine.spec.ConnectionProperty;
+import streamsql.engine.spec.CurrentWatermark;
+import streamsql.engine.spec.Join;
+import streamsql.engine.spec.LookupJoin;
+import streamsql.engine.spec.Materialize;
+import streamsql.engine.spec.NetChanges;
+import streamsql.engine.spec.Normalize;
+import streamsql.engine.spec.Over;
+import streamsql.engine.spec.Rank;
+import streamsql.engine.spec.SessionRows;
+import streamsql.engine.spec.SortKey;
+import streamsql.engine.spec.Specs;
+import streamsql.engine.spec.TemporalJoin;
+import streamsql.engine.spec.WindowJoin;
+import streamsql.engine.spec.WindowRank;
 
 /**
  * The operators as the planner calls them (through py4j, job/changelog/jvm.py): each
- * takes a streaming Dataset and the operator's specification as JSON, and returns the
- * operator's output Dataset. Columns are named; the specification names the ones the
- * operator reads. Every operator groups by a key (the {@code keys} columns) and keeps its
- * state per key in Spark's state store, with {@code ttl_ms} ({@code table.exec.state.ttl})
- * when it is set.
+ * takes a streaming Dataset and the operator's specification as JSON (one record of
+ * {@link streamsql.engine.spec}, read by {@link Specs}), and returns the operator's output
+ * Dataset. Columns are named; the specification names the ones the operator reads, and
+ * {@link Columns} the ones the engine itself adds. Every operator groups by a key (the
+ * spec's {@code keys} columns) and keeps its state per key in Spark's state store, with
+ * {@code stateTtlMs} ({@code table.exec.state.ttl}) when it is set.
+ *
+ * <p>Each operator is built from its spec and input schema by a package-level
+ * {@code …Op} method, which the engine's Java tests use too.
  */
 public final class Engine {
   private Engine() {}
 
-  public static final String SIGN = "__sign";
-  public static final String NET = "__net";
+  static final String SIGN = Columns.SIGN;
+  static final String NET = Columns.NET;
 
   /**
    * Rows grouped by the named columns (no columns: one group). Grouped by the columns
@@ -47,7 +68,7 @@ public final class Engine {
     for (int i = 0; i < columns.length; i++) {
       columns[i] = input.col("`" + keys.get(i).replace("`", "``") + "`");
     }
-    return input.groupBy(columns).as(Encoders.row(Spec.select(schema, keys)), Encoders.row(schema));
+    return input.groupBy(columns).as(Encoders.row(Schemas.select(schema, keys)), Encoders.row(schema));
   }
 
   private static Dataset<Row> run(Dataset<Row> input, List<String> keys, Operator op, StructType output) {
@@ -55,135 +76,130 @@ public final class Engine {
   }
 
   private static StructType signed(StructType... parts) {
-    return Spec.concat(new StructType().add(SIGN, DataTypes.IntegerType, false), Spec.concat(parts));
+    return Schemas.concat(new StructType().add(SIGN, DataTypes.IntegerType, false), Schemas.concat(parts));
   }
 
   private static StructType net() {
     return new StructType().add(NET, DataTypes.StringType);
   }
 
-  /** An upsert stream → signed changes. Spec: keys, row (columns), kind, major, minor. */
+  /**
+   * An upsert stream (with the upsert columns of {@link Columns}) → signed changes, with
+   * each change's position in its source.
+   */
   public static Dataset<Row> normalize(Dataset<Row> input, String json) {
-    Spec s = Spec.parse(json);
-    StructType schema = input.schema();
-    StructType rowSchema = Spec.select(schema, s.strings("row"));
-    NormalizeOp op = new NormalizeOp(rowSchema, Spec.indices(schema, s.strings("row")),
-        schema.fieldIndex(s.text("kind")), schema.fieldIndex(s.text("major")), schema.fieldIndex(s.text("minor")),
-        s.number("ttl_ms", 0));
-    return run(input, s.strings("keys"), op, Spec.concat(signed(rowSchema), new StructType()
+    Normalize s = Specs.read(json, Normalize.class);
+    StructType rowSchema = Schemas.select(input.schema(), s.row());
+    return run(input, s.keys(), normalizeOp(s, input.schema()), Schemas.concat(signed(rowSchema), new StructType()
         .add(POSITION_MAJOR, DataTypes.StringType).add(POSITION_MINOR, DataTypes.LongType)));
   }
 
+  static NormalizeOp normalizeOp(Normalize s, StructType schema) {
+    return new NormalizeOp(Schemas.select(schema, s.row()), Schemas.indices(schema, s.row()),
+        schema.fieldIndex(Columns.UPSERT_KIND), schema.fieldIndex(Columns.UPSERT_MAJOR),
+        schema.fieldIndex(Columns.UPSERT_MINOR), s.stateTtlMs());
+  }
+
   /** The position columns of a normalized change (see {@link NormalizeOp}). */
-  static final String POSITION_MAJOR = "__pos_major", POSITION_MINOR = "__pos_minor";
+  static final String POSITION_MAJOR = Columns.POSITION_MAJOR, POSITION_MINOR = Columns.POSITION_MINOR;
 
   /**
-   * GROUP BY. Spec: keys, sign, global, append_only, aggs: [{fn, arg (column or null),
-   * distinct, separator, result (Spark type JSON), name (output column)}].
+   * GROUP BY: (__sign, the key columns, one column per call, __net). No keys: one global
+   * group. The input has __sign, and the positions when the spec is ordered.
    */
   public static Dataset<Row> aggregate(Dataset<Row> input, String json) {
-    Spec s = Spec.parse(json);
+    Aggregate s = Specs.read(json, Aggregate.class);
     StructType schema = input.schema();
-    List<Spec> calls = s.list("aggs");
-    Aggs.Fn[] fns = new Aggs.Fn[calls.size()];
-    int[] argAt = new int[calls.size()];
     StructType results = new StructType();
-    for (int i = 0; i < fns.length; i++) {
-      Spec call = calls.get(i);
-      boolean hasArg = call.has("arg");
-      argAt[i] = hasArg ? schema.fieldIndex(call.text("arg")) : -1;
-      fns[i] = Aggs.of(call.text("fn"), hasArg ? schema.apply(call.text("arg")).dataType() : null, call.type("result"),
-          call.flag("distinct"), s.flag("append_only"), call.text("separator", ","));
-      results = results.add(call.text("name"), call.type("result"), true);
+    for (AggregateCall call : s.calls()) {
+      results = results.add(call.column(), call.result(), true);
     }
-    boolean global = s.flag("global");
-    boolean positioned = s.flag("ordered") && Arrays.asList(schema.fieldNames()).contains(POSITION_MAJOR);
-    AggregateOp op = new AggregateOp(fns, schema.fieldIndex(s.text("sign")), argAt, global, s.number("ttl_ms", 0),
+    StructType keys = Schemas.select(schema, s.keys());
+    return run(input, s.keys(), aggregateOp(s, schema), Schemas.concat(signed(keys, results), net()));
+  }
+
+  static AggregateOp aggregateOp(Aggregate s, StructType schema) {
+    int[] argAt = new int[s.calls().size()];
+    Aggs.Fn[] fns = new Aggs.Fn[argAt.length];
+    for (int i = 0; i < fns.length; i++) {
+      AggregateCall call = s.calls().get(i);
+      boolean hasArg = call.argument() != null;
+      argAt[i] = hasArg ? schema.fieldIndex(call.argument()) : -1;
+      fns[i] = Aggs.of(call.function(), hasArg ? schema.apply(call.argument()).dataType() : null, call.result(),
+          call.distinct(), s.appendOnly(), call.separatorOrDefault());
+    }
+    boolean positioned = s.ordered() && Arrays.asList(schema.fieldNames()).contains(POSITION_MAJOR);
+    return new AggregateOp(fns, schema.fieldIndex(SIGN), argAt, s.keys().isEmpty(), s.stateTtlMs(),
         positioned ? schema.fieldIndex(POSITION_MAJOR) : -1, positioned ? schema.fieldIndex(POSITION_MINOR) : -1);
-    StructType keys = global ? new StructType() : Spec.select(schema, s.strings("keys"));
-    return run(input, s.strings("keys"), op, Spec.concat(signed(keys, results), net()));
   }
 
   /**
-   * A regular join of two or more inputs on one key. Spec: keys, sides: [{columns,
-   * padded, upsert, unique (at most one row per key)}], side, sign, kind, major, minor.
+   * A regular join of two or more inputs on one key, unioned into one stream with
+   * {@link Columns#SIDE}: (__sign, every side's columns, __net).
    */
   public static Dataset<Row> join(Dataset<Row> input, String json) {
-    Spec s = Spec.parse(json);
-    StructType schema = input.schema();
-    List<Spec> sides = s.list("sides");
-    StructType[] schemas = new StructType[sides.size()];
-    int[][] rowAt = new int[sides.size()][];
-    boolean[] padded = new boolean[sides.size()];
-    boolean[] upsert = new boolean[sides.size()];
-    boolean[] unique = new boolean[sides.size()];
-    boolean[] passesNullKey = new boolean[sides.size()];
+    Join s = Specs.read(json, Join.class);
+    StructType[] schemas = new StructType[s.sides().size()];
     for (int i = 0; i < schemas.length; i++) {
-      List<String> columns = sides.get(i).strings("columns");
-      schemas[i] = Spec.select(schema, columns);
-      rowAt[i] = Spec.indices(schema, columns);
-      padded[i] = sides.get(i).flag("padded");
-      upsert[i] = sides.get(i).flag("upsert");
-      unique[i] = sides.get(i).flag("unique");
-      passesNullKey[i] = sides.get(i).flag("passes_null_key");
+      schemas[i] = Schemas.select(input.schema(), s.sides().get(i).columns());
     }
-    JoinOp op = new JoinOp(schemas, rowAt, padded, upsert, unique, passesNullKey, schema.fieldIndex(s.text("side")),
-        schema.fieldIndex(s.text("sign")), schema.fieldIndex(s.text("kind")), schema.fieldIndex(s.text("major")),
-        schema.fieldIndex(s.text("minor")), s.number("ttl_ms", 0));
-    return run(input, s.strings("keys"), op, Spec.concat(signed(schemas), net()));
+    return run(input, s.keys(), new JoinOp(s, input.schema()), Schemas.concat(signed(schemas), net()));
   }
 
-  /** The latest row per sink key. Spec: keys, row, sign. Output: row columns, __op. */
+  /** The latest row per sink key. Output: row columns, __op. */
   public static Dataset<Row> materialize(Dataset<Row> input, String json) {
-    Spec s = Spec.parse(json);
-    StructType schema = input.schema();
-    StructType rowSchema = Spec.select(schema, s.strings("row"));
-    MaterializeOp op = new MaterializeOp(rowSchema, Spec.indices(schema, s.strings("row")),
-        schema.fieldIndex(s.text("sign")), s.number("ttl_ms", 0));
-    return run(input, s.strings("keys"), op, Spec.concat(rowSchema, new StructType().add("__op", DataTypes.StringType)));
+    Materialize s = Specs.read(json, Materialize.class);
+    StructType rowSchema = Schemas.select(input.schema(), s.row());
+    return run(input, s.keys(), materializeOp(s, input.schema()),
+        Schemas.concat(rowSchema, new StructType().add(Columns.OP, DataTypes.StringType)));
   }
 
-  /** A batch's changes netted per sink key (no state). Spec: keys, row, sign. Output: row, __op. */
+  static MaterializeOp materializeOp(Materialize s, StructType schema) {
+    return new MaterializeOp(Schemas.select(schema, s.row()), Schemas.indices(schema, s.row()),
+        schema.fieldIndex(SIGN), s.stateTtlMs());
+  }
+
+  /** A batch's changes netted per sink key (no state). Output: row, __op. */
   public static Dataset<Row> netChanges(Dataset<Row> input, String json) {
-    Spec s = Spec.parse(json);
-    StructType schema = input.schema();
-    StructType rowSchema = Spec.select(schema, s.strings("row"));
-    NetOp op = new NetOp(Spec.indices(schema, s.strings("row")), schema.fieldIndex(s.text("sign")));
-    return run(input, s.strings("keys"), op, Spec.concat(rowSchema, new StructType().add("__op", DataTypes.StringType)));
+    NetChanges s = Specs.read(json, NetChanges.class);
+    StructType rowSchema = Schemas.select(input.schema(), s.row());
+    return run(input, s.keys(), netOp(s, input.schema()),
+        Schemas.concat(rowSchema, new StructType().add(Columns.OP, DataTypes.StringType)));
   }
 
-  /**
-   * Top-N. Spec: keys (partition), row, sort: [{column, descending, nulls_first}], sign,
-   * function (row_number | rank | dense_rank), lower, upper, append_only, show_rank,
-   * newest_first. Output: __sign, row columns, __rnk, __net.
-   */
+  static NetOp netOp(NetChanges s, StructType schema) {
+    return new NetOp(Schemas.indices(schema, s.row()), schema.fieldIndex(SIGN));
+  }
+
+  /** Top-N. Output: __sign, row columns, __rnk, __net. */
   public static Dataset<Row> rank(Dataset<Row> input, String json) {
-    Spec s = Spec.parse(json);
-    StructType schema = input.schema();
-    StructType rowSchema = Spec.select(schema, s.strings("row"));
-    List<Spec> sort = s.list("sort");
+    Rank s = Specs.read(json, Rank.class);
+    StructType out = Schemas.concat(signed(Schemas.select(input.schema(), s.row())),
+        new StructType().add(Columns.RANK, DataTypes.LongType), net());
+    return run(input, s.keys(), rankOp(s, input.schema()), out);
+  }
+
+  static RankOp rankOp(Rank s, StructType schema) {
     List<String> sortColumns = new ArrayList<>();
-    boolean[] descending = new boolean[sort.size()];
-    boolean[] nullsFirst = new boolean[sort.size()];
+    boolean[] descending = new boolean[s.sort().size()];
+    boolean[] nullsFirst = new boolean[descending.length];
     for (int i = 0; i < descending.length; i++) {
-      sortColumns.add(sort.get(i).text("column"));
-      descending[i] = sort.get(i).flag("descending");
-      nullsFirst[i] = sort.get(i).flag("nulls_first");
+      SortKey key = s.sort().get(i);
+      sortColumns.add(key.column());
+      descending[i] = key.descending();
+      nullsFirst[i] = key.nullsFirst();
     }
     int function;
-    switch (s.text("function")) {
+    switch (s.function()) {
       case "row_number": function = RankOp.ROW_NUMBER; break;
       case "rank": function = RankOp.RANK; break;
       case "dense_rank": function = RankOp.DENSE_RANK; break;
-      default: throw new IllegalArgumentException("unknown ranking function " + s.text("function"));
+      default: throw new IllegalArgumentException("unknown ranking function " + s.function());
     }
-    RankOp op = new RankOp(rowSchema, Spec.indices(schema, s.strings("row")), Spec.select(schema, sortColumns),
-        Spec.indices(schema, sortColumns), descending, nullsFirst, schema.fieldIndex(s.text("sign")), function,
-        s.number("lower", 1), s.number("upper", Long.MAX_VALUE), s.flag("append_only"), s.flag("show_rank"),
-        s.flag("newest_first"), s.number("ttl_ms", 0));
-    StructType out = Spec.concat(signed(rowSchema),
-        new StructType().add("__rnk", DataTypes.LongType), net());
-    return run(input, s.strings("keys"), op, out);
+    return new RankOp(Schemas.select(schema, s.row()), Schemas.indices(schema, s.row()),
+        Schemas.select(schema, sortColumns), Schemas.indices(schema, sortColumns), descending, nullsFirst,
+        schema.fieldIndex(SIGN), function, s.lower(), s.upper(), s.appendOnly(), s.showRank(), s.newestFirst(),
+        s.stateTtlMs());
   }
 
   /**
@@ -230,18 +246,19 @@ public final class Engine {
   // ------------------------------------------------------------------ event-time operators
 
   /**
-   * CURRENT_WATERMARK. Spec: keys (one constant column: one sequence of rows), rowtime,
-   * delay_ms, column (the output column), local (TIMESTAMP rather than TIMESTAMP_LTZ).
-   * Output: the input's columns and each row's watermark.
+   * CURRENT_WATERMARK: all rows under one key (one constant column). Output: the input's
+   * columns and each row's watermark.
    */
   public static Dataset<Row> currentWatermark(Dataset<Row> input, String json) {
-    Spec s = Spec.parse(json);
-    boolean local = s.flag("local");
-    StructType output = input.schema().add(s.text("column"),
-        local ? DataTypes.TimestampNTZType : DataTypes.TimestampType, true);
-    WatermarkOp op = new WatermarkOp(input.schema().fieldIndex(s.text("rowtime")), s.number("delay_ms", 0), local);
-    return grouped(input, s.strings("keys")).transformWithState(op, TimeMode.None(), OutputMode.Append(),
-        Encoders.row(output));
+    CurrentWatermark s = Specs.read(json, CurrentWatermark.class);
+    StructType output = input.schema().add(s.column(),
+        s.local() ? DataTypes.TimestampNTZType : DataTypes.TimestampType, true);
+    return grouped(input, s.keys()).transformWithState(watermarkOp(s, input.schema()), TimeMode.None(),
+        OutputMode.Append(), Encoders.row(output));
+  }
+
+  static WatermarkOp watermarkOp(CurrentWatermark s, StructType schema) {
+    return new WatermarkOp(schema.fieldIndex(s.rowtime()), s.delayMs(), s.local());
   }
 
   /** An event-time operator (timers fire as the watermark passes them). */
@@ -254,91 +271,64 @@ public final class Engine {
     return grouped(input, keys).transformWithState(op, mode, OutputMode.Append(), Encoders.row(output));
   }
 
-  /** Aggregate calls of a spec as the engine's functions (see {@link #aggregate}). */
-  private static Aggs.Fn[] functions(StructType schema, List<Spec> calls, boolean appendOnly, int[] argAt,
-                                     StructType[] results) {
-    Aggs.Fn[] fns = new Aggs.Fn[calls.size()];
-    StructType out = new StructType();
-    for (int i = 0; i < fns.length; i++) {
-      Spec call = calls.get(i);
-      boolean hasArg = call.has("arg");
-      argAt[i] = hasArg ? schema.fieldIndex(call.text("arg")) : -1;
-      if (call.text("fn").equals("lag")) {
-        fns[i] = new OverOp.Lag(schema.apply(call.text("arg")).dataType(), (int) call.number("offset", 1));
-      } else {
-        fns[i] = Aggs.of(call.text("fn"), hasArg ? schema.apply(call.text("arg")).dataType() : null,
-            call.type("result"), call.flag("distinct"), appendOnly, call.text("separator", ","));
-      }
-      out = out.add(call.text("name"), call.type("result"), true);
-    }
-    results[0] = out;
-    return fns;
-  }
-
   /**
-   * OVER aggregation. Spec: keys (partition), row (columns passed on), time (BIGINT ms
-   * column; absent: processing time), rows (frame kind), preceding (-1: UNBOUNDED), aggs
-   * (as {@link #aggregate}'s, plus fn "lag" with offset and default column). Output: the
-   * row columns and one column per call; append-only.
+   * OVER aggregation: the calls as {@link #aggregate}'s, plus LAG. Output: the row columns
+   * and one column per call; append-only.
    */
   public static Dataset<Row> over(Dataset<Row> input, String json) {
-    Spec s = Spec.parse(json);
-    StructType schema = input.schema();
-    List<Spec> calls = s.list("aggs");
+    Over s = Specs.read(json, Over.class);
+    StructType out = Schemas.select(input.schema(), s.row());
+    for (AggregateCall call : s.calls()) {
+      out = out.add(call.column(), call.result(), true);
+    }
+    return timed(input, s.keys(), overOp(s, input.schema()), out, s.time() != null);
+  }
+
+  static OverOp overOp(Over s, StructType schema) {
+    List<AggregateCall> calls = s.calls();
     int[] argAt = new int[calls.size()];
     int[] defaultAt = new int[calls.size()];
-    StructType[] results = new StructType[1];
-    long preceding = s.number("preceding", -1);
-    Aggs.Fn[] fns = functions(schema, calls, preceding < 0, argAt, results);
-    for (int i = 0; i < defaultAt.length; i++) {
-      defaultAt[i] = calls.get(i).has("default") ? schema.fieldIndex(calls.get(i).text("default")) : -1;
+    Aggs.Fn[] fns = new Aggs.Fn[calls.size()];
+    for (int i = 0; i < fns.length; i++) {
+      AggregateCall call = calls.get(i);
+      boolean hasArg = call.argument() != null;
+      argAt[i] = hasArg ? schema.fieldIndex(call.argument()) : -1;
+      defaultAt[i] = call.lagDefault() != null ? schema.fieldIndex(call.lagDefault()) : -1;
+      if (call.function().equals("lag")) {
+        fns[i] = new OverOp.Lag(schema.apply(call.argument()).dataType(), (int) call.lagOffset());
+      } else {
+        fns[i] = Aggs.of(call.function(), hasArg ? schema.apply(call.argument()).dataType() : null, call.result(),
+            call.distinct(), s.preceding() < 0, call.separatorOrDefault());
+      }
     }
-    boolean eventTime = s.has("time");
-    OverOp op = new OverOp(schema, Spec.indices(schema, s.strings("row")),
-        eventTime ? schema.fieldIndex(s.text("time")) : -1, s.flag("rows"), preceding, fns, argAt, defaultAt, 0);
-    StructType out = Spec.concat(Spec.select(schema, s.strings("row")), results[0]);
-    return timed(input, s.strings("keys"), op, out, eventTime);
+    return new OverOp(schema, Schemas.indices(schema, s.row()), s.time() != null ? schema.fieldIndex(s.time()) : -1,
+        s.rows(), s.preceding(), fns, argAt, defaultAt, 0);
   }
 
-  /**
-   * Event-time temporal join. Spec: keys, left (columns), right (columns), side, time,
-   * retract, left_outer. Output: left and right columns; append-only.
-   */
+  /** Event-time temporal join. Output: left and right columns; append-only. */
   public static Dataset<Row> temporalJoin(Dataset<Row> input, String json) {
-    Spec s = Spec.parse(json);
+    TemporalJoin s = Specs.read(json, TemporalJoin.class);
     StructType schema = input.schema();
-    List<String> left = s.strings("left");
-    List<String> right = s.strings("right");
-    TemporalJoinOp op = new TemporalJoinOp(Spec.select(schema, left), Spec.select(schema, right),
-        Spec.indices(schema, left), Spec.indices(schema, right), schema.fieldIndex(s.text("side")),
-        schema.fieldIndex(s.text("time")), schema.fieldIndex(s.text("retract")), s.flag("left_outer"), 0);
-    return timed(input, s.strings("keys"), op, Spec.concat(Spec.select(schema, left), Spec.select(schema, right)), true);
+    return timed(input, s.keys(), temporalJoinOp(s, schema),
+        Schemas.concat(Schemas.select(schema, s.left()), Schemas.select(schema, s.right())), true);
+  }
+
+  static TemporalJoinOp temporalJoinOp(TemporalJoin s, StructType schema) {
+    return new TemporalJoinOp(Schemas.select(schema, s.left()), Schemas.select(schema, s.right()),
+        Schemas.indices(schema, s.left()), Schemas.indices(schema, s.right()), schema.fieldIndex(Columns.SIDE),
+        schema.fieldIndex(s.time()), schema.fieldIndex(s.retract()), s.leftOuter(), 0);
   }
 
   /**
-   * Lookup join against a database table (stateless). Spec: url, driver, properties
-   * ({name: value}), table, columns (database names), types (their declared Spark types,
-   * a struct), key_columns (positions in columns), keys (input columns holding the key,
-   * cast to the key columns' types), pass (input columns passed on), left_outer, chunk.
-   * Output: the pass columns, then one column per looked-up column (named r0, r1, …).
+   * Lookup join against a database table (stateless; the key columns are cast to the
+   * looked-up key's types). Output: the passed columns, then one column per looked-up
+   * column (named r0, r1, …).
    */
   public static Dataset<Row> lookupJoin(Dataset<Row> input, String json) {
-    Spec s = Spec.parse(json);
-    StructType schema = input.schema();
-    java.util.Properties properties = new java.util.Properties();
-    for (String name : s.strings("property_names")) {
-      properties.setProperty(name, s.get("properties").text(name));
-    }
-    StructType types = (StructType) s.type("types");
-    List<String> keyColumns = s.strings("key_columns");
-    int[] keyColumnAt = new int[keyColumns.size()];
-    for (int i = 0; i < keyColumnAt.length; i++) {
-      keyColumnAt[i] = Integer.parseInt(keyColumns.get(i));
-    }
-    LookupJoin join = new LookupJoin(s.text("url"), s.text("driver", null), properties, s.text("table"),
-        s.strings("columns"), types, keyColumnAt, Spec.indices(schema, s.strings("keys")),
-        Spec.indices(schema, s.strings("pass")), s.flag("left_outer"), (int) s.number("chunk", 1000));
-    StructType out = Spec.select(schema, s.strings("pass"));
+    LookupJoin s = Specs.read(json, LookupJoin.class);
+    streamsql.engine.LookupJoin join = lookupJoinOp(s, input.schema());
+    StructType out = Schemas.select(input.schema(), s.passed());
+    StructType types = s.columnStruct();
     for (int i = 0; i < types.length(); i++) {
       out = out.add("r" + i, types.fields()[i].dataType(), true);
     }
@@ -346,60 +336,64 @@ public final class Engine {
         Encoders.row(out));
   }
 
-  /**
-   * Window Top-N / deduplication. Spec: keys (partition, with the window), row, sort:
-   * [{column, descending, nulls_first}], time (window end − 1 ms), lower, upper,
-   * show_rank. Output: row columns (and __rnk); append-only.
-   */
+  static streamsql.engine.LookupJoin lookupJoinOp(LookupJoin s, StructType schema) {
+    java.util.Properties properties = new java.util.Properties();
+    for (ConnectionProperty p : s.properties()) {
+      properties.setProperty(p.name(), p.value());
+    }
+    int[] keyColumnAt = s.keyColumns().stream().mapToInt(Integer::intValue).toArray();
+    return new streamsql.engine.LookupJoin(s.url(), s.driver(), properties, s.table(), s.columns(), s.columnStruct(),
+        keyColumnAt, Schemas.indices(schema, s.keys()), Schemas.indices(schema, s.passed()), s.leftOuter(),
+        (int) s.chunk());
+  }
+
+  /** Window Top-N / deduplication. Output: row columns (and __rnk); append-only. */
   public static Dataset<Row> windowRank(Dataset<Row> input, String json) {
-    Spec s = Spec.parse(json);
-    StructType schema = input.schema();
-    List<Spec> sort = s.list("sort");
-    int[] sortAt = new int[sort.size()];
-    boolean[] descending = new boolean[sort.size()];
-    boolean[] nullsFirst = new boolean[sort.size()];
+    WindowRank s = Specs.read(json, WindowRank.class);
+    StructType out = Schemas.select(input.schema(), s.row());
+    if (s.showRank()) {
+      out = out.add(Columns.RANK, DataTypes.LongType, true);
+    }
+    return timed(input, s.keys(), windowRankOp(s, input.schema()), out, true);
+  }
+
+  static WindowRankOp windowRankOp(WindowRank s, StructType schema) {
+    int[] sortAt = new int[s.sort().size()];
+    boolean[] descending = new boolean[sortAt.length];
+    boolean[] nullsFirst = new boolean[sortAt.length];
     for (int i = 0; i < sortAt.length; i++) {
-      sortAt[i] = schema.fieldIndex(sort.get(i).text("column"));
-      descending[i] = sort.get(i).flag("descending");
-      nullsFirst[i] = sort.get(i).flag("nulls_first");
+      SortKey key = s.sort().get(i);
+      sortAt[i] = schema.fieldIndex(key.column());
+      descending[i] = key.descending();
+      nullsFirst[i] = key.nullsFirst();
     }
-    boolean showRank = s.flag("show_rank");
-    WindowRankOp op = new WindowRankOp(schema, Spec.indices(schema, s.strings("row")), sortAt, descending, nullsFirst,
-        schema.fieldIndex(s.text("time")), s.number("lower", 1), s.number("upper", Long.MAX_VALUE), showRank);
-    StructType out = Spec.select(schema, s.strings("row"));
-    if (showRank) {
-      out = out.add("__rnk", DataTypes.LongType, true);
-    }
-    return timed(input, s.strings("keys"), op, out, true);
+    return new WindowRankOp(schema, Schemas.indices(schema, s.row()), sortAt, descending, nullsFirst,
+        schema.fieldIndex(s.time()), s.lower(), s.upper(), s.showRank());
   }
 
-  /**
-   * Window join. Spec: keys (join keys with the window bounds), left, right (columns),
-   * side, time (window end − 1 ms), pad_left, pad_right. Output: left and right columns;
-   * append-only.
-   */
+  /** Window join. Output: left and right columns; append-only. */
   public static Dataset<Row> windowJoin(Dataset<Row> input, String json) {
-    Spec s = Spec.parse(json);
+    WindowJoin s = Specs.read(json, WindowJoin.class);
     StructType schema = input.schema();
-    List<String> left = s.strings("left");
-    List<String> right = s.strings("right");
-    WindowJoinOp op = new WindowJoinOp(Spec.select(schema, left), Spec.select(schema, right),
-        Spec.indices(schema, left), Spec.indices(schema, right), schema.fieldIndex(s.text("side")),
-        schema.fieldIndex(s.text("time")), s.flag("pad_left"), s.flag("pad_right"));
-    return timed(input, s.strings("keys"), op, Spec.concat(Spec.select(schema, left), Spec.select(schema, right)), true);
+    return timed(input, s.keys(), windowJoinOp(s, schema),
+        Schemas.concat(Schemas.select(schema, s.left()), Schemas.select(schema, s.right())), true);
   }
 
-  /**
-   * The rows of a SESSION window table function. Spec: keys (the PARTITION BY columns),
-   * row, time (ms), gap_ms. Output: row columns, __start, __end (ms); append-only.
-   */
+  static WindowJoinOp windowJoinOp(WindowJoin s, StructType schema) {
+    return new WindowJoinOp(Schemas.select(schema, s.left()), Schemas.select(schema, s.right()),
+        Schemas.indices(schema, s.left()), Schemas.indices(schema, s.right()), schema.fieldIndex(Columns.SIDE),
+        schema.fieldIndex(s.time()), s.padLeft(), s.padRight());
+  }
+
+  /** The rows of a SESSION window table function. Output: row columns, __start, __end (ms); append-only. */
   public static Dataset<Row> sessionRows(Dataset<Row> input, String json) {
-    Spec s = Spec.parse(json);
-    StructType schema = input.schema();
-    SessionOp op = new SessionOp(schema, Spec.indices(schema, s.strings("row")), schema.fieldIndex(s.text("time")),
-        s.number("gap_ms", 0));
-    StructType out = Spec.select(schema, s.strings("row")).add("__start", DataTypes.LongType, true)
-        .add("__end", DataTypes.LongType, true);
-    return timed(input, s.strings("keys"), op, out, true);
+    SessionRows s = Specs.read(json, SessionRows.class);
+    StructType out = Schemas.select(input.schema(), s.row()).add(Columns.SESSION_START, DataTypes.LongType, true)
+        .add(Columns.SESSION_END, DataTypes.LongType, true);
+    return timed(input, s.keys(), sessionOp(s, input.schema()), out, true);
+  }
+
+  static SessionOp sessionOp(SessionRows s, StructType schema) {
+    return new SessionOp(schema, Schemas.indices(schema, s.row()), schema.fieldIndex(s.time()), s.gapMs());
   }
 }

@@ -50,20 +50,30 @@ final class JoinOp extends Operator
   // with any number of rows per key: it grows without rewriting what it holds).
   private transient Object[] states;
 
-  JoinOp(StructType[] schemas, int[][] rowAt, boolean[] padded, boolean[] upsert, boolean[] unique,
-         boolean[] passesNullKey, int sideAt, int signAt, int kindAt, int majorAt, int minorAt, long ttlMillis) {
-    super(ttlMillis);
-    this.schemas = schemas;
-    this.rowAt = rowAt;
-    this.padded = padded;
-    this.upsert = upsert;
-    this.unique = unique;
-    this.passesNullKey = passesNullKey;
-    this.sideAt = sideAt;
-    this.signAt = signAt;
-    this.kindAt = kindAt;
-    this.majorAt = majorAt;
-    this.minorAt = minorAt;
+  /** The join a spec describes, over input rows of {@code input}'s schema. */
+  JoinOp(streamsql.engine.spec.Join spec, StructType input) {
+    super(spec.stateTtlMs());
+    int n = spec.sides().size();
+    schemas = new StructType[n];
+    rowAt = new int[n][];
+    padded = new boolean[n];
+    upsert = new boolean[n];
+    unique = new boolean[n];
+    passesNullKey = new boolean[n];
+    for (int i = 0; i < n; i++) {
+      streamsql.engine.spec.JoinSide side = spec.sides().get(i);
+      schemas[i] = Schemas.select(input, side.columns());
+      rowAt[i] = Schemas.indices(input, side.columns());
+      padded[i] = side.padded();
+      upsert[i] = side.upsert();
+      unique[i] = side.unique();
+      passesNullKey[i] = side.passesNullKey();
+    }
+    sideAt = input.fieldIndex(Columns.SIDE);
+    signAt = input.fieldIndex(Columns.SIGN);
+    kindAt = input.fieldIndex(Columns.UPSERT_KIND);
+    majorAt = input.fieldIndex(Columns.UPSERT_MAJOR);
+    minorAt = input.fieldIndex(Columns.UPSERT_MINOR);
   }
 
   /**

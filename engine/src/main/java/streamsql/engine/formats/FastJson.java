@@ -3,10 +3,7 @@ package streamsql.engine.formats;
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
@@ -22,6 +19,9 @@ import org.apache.spark.sql.classic.ExpressionUtils;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.unsafe.Platform;
 import org.apache.spark.unsafe.types.UTF8String;
+import streamsql.engine.spec.DecodedColumn;
+import streamsql.engine.spec.JsonDecoding;
+import streamsql.engine.spec.Specs;
 
 /**
  * A JSON or Debezium JSON record decoded straight into Spark's row with Jackson's
@@ -47,7 +47,6 @@ import org.apache.spark.unsafe.types.UTF8String;
  */
 public final class FastJson extends Expression implements CodegenFallback, java.io.Serializable {
   private static final long serialVersionUID = 1L;
-  private static final ObjectMapper SPEC_READER = new ObjectMapper();
   private static final JsonFactory JSON = new JsonFactory();  // thread-safe once made
   // The general decoder's projection per executor thread, kept across tasks: each task
   // deserializes its own copy of this expression, and generating the projection's code
@@ -99,9 +98,7 @@ public final class FastJson extends Expression implements CodegenFallback, java.
   /**
    * {@code struct<row, error>} of {@code value} (a string or binary column): the fast
    * decoder for clean records, {@code general} (the same struct) for every other.
-   * {@code spec}: {"envelope": "row" | "debezium", "payload": bool (Debezium's
-   * schema-include), "columns": [[name, kind], …]} with kinds as Spark names them
-   * (string, byte, short, integer, long, float, double, boolean, decimal(p,s)).
+   * {@code spec}: a {@link JsonDecoding} as JSON (job/changelog/specs.py).
    */
   public static Column decode(Column value, Column general, String spec) {
     readSpec(spec, null);  // fail on the driver, not in a task
@@ -349,25 +346,20 @@ public final class FastJson extends Expression implements CodegenFallback, java.
     return type == JsonParser.NumberType.INT || type == JsonParser.NumberType.LONG;
   }
 
-  /** Checks ``text``; with ``into``, sets its decoding fields. */
+  /** Checks ``text`` (a {@link JsonDecoding}); with ``into``, sets its decoding fields. */
   private static void readSpec(String text, FastJson into) {
-    JsonNode node;
-    try {
-      node = SPEC_READER.readTree(text);
-    } catch (IOException e) {
-      throw new UncheckedIOException("malformed fast JSON decoder specification: " + text, e);
-    }
-    String envelope = node.path("envelope").asText();
+    JsonDecoding spec = Specs.read(text, JsonDecoding.class);
+    String envelope = spec.envelope();
     if (!envelope.equals("row") && !envelope.equals("debezium")) {
       throw new IllegalArgumentException("unknown envelope in " + text);
     }
     Map<String, Integer> index = new HashMap<>();
-    int n = node.path("columns").size();
+    int n = spec.columns().size();
     int[] kinds = new int[n], precision = new int[n], scale = new int[n];
     for (int i = 0; i < n; i++) {
-      JsonNode column = node.path("columns").get(i);
-      index.put(column.get(0).asText(), i);
-      String kind = column.get(1).asText();
+      DecodedColumn column = spec.columns().get(i);
+      index.put(column.name(), i);
+      String kind = column.kind();
       java.util.regex.Matcher decimal = DECIMAL_KIND.matcher(kind);
       if (decimal.matches()) {
         kinds[i] = DECIMAL;
@@ -377,12 +369,12 @@ public final class FastJson extends Expression implements CodegenFallback, java.
         kinds[i] = kind.equals("decimal") ? -1 : java.util.Arrays.asList(KINDS).indexOf(kind);
       }
       if (kinds[i] < 0) {
-        throw new IllegalArgumentException("the fast JSON decoder does not read " + column.get(1) + ": " + text);
+        throw new IllegalArgumentException("the fast JSON decoder does not read " + kind + ": " + text);
       }
     }
     if (into != null) {
       into.debezium = envelope.equals("debezium");
-      into.payload = node.path("payload").asBoolean(false);
+      into.payload = spec.payload();
       into.index = index;
       into.kinds = kinds;
       into.precision = precision;

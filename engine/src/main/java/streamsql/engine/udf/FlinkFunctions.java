@@ -20,6 +20,8 @@ import org.apache.spark.sql.api.java.UDF9;
 import org.apache.spark.sql.expressions.UserDefinedFunction;
 import org.apache.spark.sql.functions;
 import org.apache.spark.sql.types.DataType;
+import streamsql.engine.spec.ScalarFunction;
+import streamsql.engine.spec.Specs;
 
 /**
  * Flink user-defined scalar functions (classes extending Flink's {@code ScalarFunction}) on
@@ -100,13 +102,16 @@ public final class FlinkFunctions {
   }
 
   /**
-   * Registers the {@code eval} method whose {@link Method#toGenericString()} is {@code method}
-   * as the Spark function {@code name} returning {@code returnType} (a Spark DDL type).
+   * Registers the function a {@link ScalarFunction} spec describes: the {@code eval} method
+   * whose {@link Method#toGenericString()} is its method, as the Spark function of its name
+   * returning its result type (a Spark DDL type).
    */
-  public static void register(SparkSession spark, String name, String className, String method,
-      String returnType, boolean deterministic) throws Exception {
+  public static void register(SparkSession spark, String json) throws Exception {
+    ScalarFunction spec = Specs.read(json, ScalarFunction.class);
+    String className = spec.className();
+    String method = spec.method();
     Method eval = ScalarCall.evalMethod(Class.forName(className, true, loader(spark)), method);
-    DataType type = DataType.fromDDL(returnType);
+    DataType type = DataType.fromDDL(spec.resultType());
     ScalarCall call = new ScalarCall(className, method, eval.getParameterCount(), type);
     UserDefinedFunction udf = switch (eval.getParameterCount()) {
       case 1 -> functions.udf((UDF1<Object, Object>) call, type);
@@ -126,7 +131,7 @@ public final class FlinkFunctions {
       default -> throw new IllegalArgumentException(
           "a function of " + eval.getParameterCount() + " arguments (1 to " + ScalarCall.MAX_ARGS + " run)");
     };
-    spark.udf().register(name, deterministic ? udf : udf.asNondeterministic());
+    spark.udf().register(spec.name(), spec.deterministic() ? udf : udf.asNondeterministic());
   }
 
   private static String kind(Class<?> cls) {
