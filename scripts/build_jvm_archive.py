@@ -91,9 +91,11 @@ def main() -> int:
     if target.is_file() and not a.force:
         print(f"build_jvm_archive: {target.relative_to(ROOT)} is up to date")
         return 0
-    # Archives of an earlier JDK or PySpark, and with --force this one: spark-submit.sh must
-    # not start the training run from the archive it replaces.
-    for old in target.parent.glob("spark-*.jsa"):
+    # Archives of an earlier JDK or build of this PySpark version, and with --force this
+    # one: spark-submit.sh must not start the training run from the archive it replaces.
+    # Another Spark version's archive stays: a second venv (setup.sh --spark) uses it.
+    version = target.name.rsplit("-", 1)[0]  # spark-<pyspark version>
+    for old in target.parent.glob(f"{version}-*.jsa"):
         old.unlink()
     started = time.time()
     why = build(target, a.timeout)
