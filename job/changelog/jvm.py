@@ -21,12 +21,13 @@ def engine_jar() -> Path:
     versions (4.2 and 4.3 both run the job), so each gets an engine compiled against its
     own jars, named, as scripts/build_engine.sh names it, by the version of the
     spark-core jar PySpark ships."""
+    import re
     from importlib.util import find_spec
 
     jars = Path(find_spec("pyspark").submodule_search_locations[0]) / "jars"
-    core = next(jars.glob("spark-core_*.jar"), None)
-    version = core.stem.split("-", 1)[1] if core else "unknown"
-    return ENGINE_DIR / f"spark-{version}" / "streamsql-engine.jar"
+    found = [m.group(1) for p in jars.glob("spark-core_*.jar")
+             if (m := re.fullmatch(r"spark-core_[0-9.]+-(.+)\.jar", p.name))]
+    return ENGINE_DIR / f"spark-{found[0] if found else 'unknown'}" / "streamsql-engine.jar"
 
 
 def engine_call(spark, operator: str, df, argument: str):
