@@ -51,7 +51,11 @@ running_pid() {
   pid="$(cat "$PIDFILE" 2>/dev/null)"
   [[ "$pid" =~ ^[0-9]+$ ]] || return 1
   [[ -r "/proc/$pid/cmdline" ]] || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "kafka.Kafka $PROPS" || return 1
+  # Its server.properties, compared by real path: checkouts whose .services is (or holds) a
+  # link to one directory share the broker started from any of them.
+  local props
+  props="$(tr '\0' '\n' <"/proc/$pid/cmdline" | grep -A1 -x -- kafka.Kafka | sed -n 2p)"
+  [[ -n "$props" && "$(realpath -m -- "$props")" == "$(realpath -m -- "$PROPS")" ]] || return 1
   echo "$pid"
 }
 

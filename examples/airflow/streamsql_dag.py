@@ -82,7 +82,7 @@ with DAG(
         ],
         executor_memory="512m",
         driver_memory="1g",
-        # spark-submit from the repository's virtualenv (pyspark 4.2 and the job's packages);
+        # spark-submit from the repository's virtualenv (pyspark 4.3 and the job's packages);
         # the driver and local executors run its Python too.
         env_vars={
             "PATH": f"{HOME / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
