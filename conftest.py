@@ -2,10 +2,16 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+# The virtualenv running the tests is the one whose PySpark the engine is built for and
+# spark-submit.sh runs (scripts/build_engine.sh, spark-submit.sh): run with another venv's
+# python (CI's Spark 4.2 pass), and everything follows it.
+if sys.prefix != sys.base_prefix:
+    os.environ.setdefault("STREAMSQL_VENV", sys.prefix)
 
 
 def pytest_configure(config):

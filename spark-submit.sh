@@ -17,7 +17,9 @@
 #   ./spark-submit.sh --driver-memory 2g pipeline.sql --name nightly --master local[4]
 # Your --jars/--py-files are added to ours; your --properties-file replaces ours.
 #
-# spark-submit is $SPARK_HOME/bin/spark-submit, else the one on PATH, else .venv/bin's.
+# spark-submit is $SPARK_HOME/bin/spark-submit, else the one of $STREAMSQL_VENV (a virtualenv
+# with another PySpark, e.g. Spark 4.2's), else the one on PATH, else .venv/bin's. Python
+# (driver and local workers) is the virtualenv's too.
 # Exits with the run's exit code (docs/operations.md), or spark-submit's if the run never got one.
 set -euo pipefail
 
@@ -25,21 +27,24 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 die() { echo "spark-submit.sh: $*" >&2; exit 1; }
 
 # --- which spark-submit ---------------------------------------------------------------
+VENV="${STREAMSQL_VENV:-$ROOT/.venv}"
 if [[ -n "${SPARK_HOME:-}" && -x "$SPARK_HOME/bin/spark-submit" ]]; then
   SUBMIT="$SPARK_HOME/bin/spark-submit"
+elif [[ -n "${STREAMSQL_VENV:-}" && -x "$VENV/bin/spark-submit" ]]; then
+  SUBMIT="$VENV/bin/spark-submit"
 elif command -v spark-submit >/dev/null; then
   SUBMIT="$(command -v spark-submit)"
-elif [[ -x "$ROOT/.venv/bin/spark-submit" ]]; then
-  SUBMIT="$ROOT/.venv/bin/spark-submit"
+elif [[ -x "$VENV/bin/spark-submit" ]]; then
+  SUBMIT="$VENV/bin/spark-submit"
 else
-  die "spark-submit not found: set SPARK_HOME or pip install pyspark==4.2.0 into .venv"
+  die "spark-submit not found: run ./scripts/setup.sh, or set SPARK_HOME"
 fi
 
 # The job imports third-party packages (sqlglot, ...) that only the repo's venv has; without
 # this the driver and local executors would run plain `python3`. On a real cluster set
 # PYSPARK_PYTHON to the executors' interpreter yourself.
-if [[ -z "${PYSPARK_PYTHON:-}" && -x "$ROOT/.venv/bin/python" ]]; then
-  export PYSPARK_PYTHON="$ROOT/.venv/bin/python"
+if [[ -z "${PYSPARK_PYTHON:-}" && -x "$VENV/bin/python" ]]; then
+  export PYSPARK_PYTHON="$VENV/bin/python"
 fi
 # Bind the driver (and its block manager / RPC) to loopback unless told otherwise.
 export SPARK_LOCAL_IP="${SPARK_LOCAL_IP:-127.0.0.1}"
@@ -113,14 +118,15 @@ MAIN="$ROOT/job/main.py"
 "$ROOT/scripts/jars.sh" spark --quiet
 JARS="$(find "$ROOT/jars/spark" -maxdepth 1 -name '*.jar' | sort | paste -sd, -)"
 [[ -n "$JARS" ]] || die "no jars in jars/spark (scripts/jars.sh spark --force)"
-# The changelog engine's operators (engine/, built by scripts/build_engine.sh).
-"$ROOT/scripts/build_engine.sh"
-JARS="$JARS,$ROOT/jars/engine/streamsql-engine.jar${USER_JARS:+,$USER_JARS}"
+# The changelog engine's operators (engine/, built by scripts/build_engine.sh against the
+# PySpark of $STREAMSQL_VENV).
+ENGINE_JAR="$("$ROOT/scripts/build_engine.sh" --print-jar)"
+JARS="$JARS,$ENGINE_JAR${USER_JARS:+,$USER_JARS}"
 
 # --- job package for executors ------------------------------------------------------------
 # Deterministic zip (fixed timestamps, sorted), named by content hash: rebuilding unchanged
 # code yields the same file, and concurrent runs never overwrite a zip another run is serving.
-PY="$ROOT/.venv/bin/python"; [[ -x "$PY" ]] || PY=python3
+PY="$VENV/bin/python"; [[ -x "$PY" ]] || PY=python3
 PYZIP="$("$PY" - "$ROOT" "$ROOT/build/pyfiles" <<'EOF'
 import hashlib, io, os, sys, zipfile
 root, out_dir = sys.argv[1], sys.argv[2]

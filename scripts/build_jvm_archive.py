@@ -74,6 +74,14 @@ def build(target: Path, timeout: float) -> str:
         return ""
 
 
+def replaced_archives(target: Path) -> list[Path]:
+    """The archives ``target`` replaces: those of an earlier JDK or install of the same
+    PySpark version, and ``target`` itself. Another version's archive stays: a second
+    virtualenv (``setup.sh --spark 4.2.0``) uses it."""
+    version = target.name.rsplit("-", 1)[0]  # spark-<PySpark version>
+    return sorted(target.parent.glob(f"{version}-*.jsa"))
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--force", action="store_true", help="write it again even if it exists")
@@ -91,9 +99,8 @@ def main() -> int:
     if target.is_file() and not a.force:
         print(f"build_jvm_archive: {target.relative_to(ROOT)} is up to date")
         return 0
-    # Archives of an earlier JDK or PySpark, and with --force this one: spark-submit.sh must
-    # not start the training run from the archive it replaces.
-    for old in target.parent.glob("spark-*.jsa"):
+    # spark-submit.sh must not start the training run from the archive it replaces.
+    for old in replaced_archives(target):
         old.unlink()
     started = time.time()
     why = build(target, a.timeout)

@@ -1,5 +1,6 @@
 """The bridge to the changelog engine in the JVM (engine/: Java against Spark's
-transformWithState API, built by scripts/build_engine.sh into jars/engine/).
+transformWithState API, built by scripts/build_engine.sh into jars/engine/spark-<version>/
+against the jars of the installed PySpark).
 
 Every engine operator is run by :func:`run_operator`, from its typed spec
 (job.changelog.specs, serialized there and read by the engine's Java records): the one
@@ -12,8 +13,22 @@ from __future__ import annotations
 from pathlib import Path
 
 ENGINE_CLASS = "streamsql.engine.Engine"
-ENGINE_JAR = Path(__file__).resolve().parents[2] / "jars" / "engine" / "streamsql-engine.jar"
+ENGINE_DIR = Path(__file__).resolve().parents[2] / "jars" / "engine"
 JAR_MISSING = "the changelog engine's jar is not on Spark's class path"
+
+
+def engine_jar() -> Path:
+    """The engine's jar built for the installed PySpark: Spark's internals differ between
+    versions (4.2 and 4.3 both run the job), so each gets an engine compiled against its
+    own jars, named, as scripts/build_engine.sh names it, by the version of the
+    spark-core jar PySpark ships."""
+    import re
+    from importlib.util import find_spec
+
+    jars = Path(find_spec("pyspark").submodule_search_locations[0]) / "jars"
+    found = [m.group(1) for p in jars.glob("spark-core_*.jar")
+             if (m := re.fullmatch(r"spark-core_[0-9.]+-(.+)\.jar", p.name))]
+    return ENGINE_DIR / f"spark-{found[0] if found else 'unknown'}" / "streamsql-engine.jar"
 
 
 def run_operator(spark, spec, df):
@@ -60,15 +75,16 @@ def _engine_class(spark, class_name: str):
     jvm = spark._jvm
     loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
     cls = _class_or_none(jvm, class_name, loader)
-    if cls is None and ENGINE_JAR.is_file():
-        add_jar(spark, str(ENGINE_JAR))
+    jar = engine_jar()
+    if cls is None and jar.is_file():
+        add_jar(spark, str(jar))
         loader = spark._jsparkSession.sharedState().jarClassLoader()
         cls = _class_or_none(jvm, class_name, loader)
     if cls is None:
         from job.errors import PipelineError
 
         raise PipelineError(JAR_MISSING, hint="run ./scripts/setup.sh (it builds "
-                                              "jars/engine/streamsql-engine.jar)")
+                                              f"{jar.relative_to(ENGINE_DIR.parents[1])})")
     return loader, cls
 
 

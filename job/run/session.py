@@ -13,7 +13,7 @@ import types
 from pathlib import Path
 from typing import Mapping
 
-from job.changelog.jvm import ENGINE_JAR
+from job.changelog.jvm import engine_jar
 from job.run import driver_jvm
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,9 +42,11 @@ def read_defaults(path: Path = DEFAULTS_FILE) -> dict[str, str]:
 
 
 def project_jars() -> list[str]:
-    """Spark's extra jars (jars/spark/) and the changelog engine's (jars/engine/)."""
+    """Spark's extra jars (jars/spark/) and the changelog engine's built for this PySpark
+    (jars/engine/spark-<version>/)."""
     jars = sorted(str(p) for p in JARS_DIR.glob("*.jar")) if JARS_DIR.exists() else []
-    return jars + ([str(ENGINE_JAR)] if ENGINE_JAR.exists() else [])
+    engine = engine_jar()
+    return jars + ([str(engine)] if engine.exists() else [])
 
 
 def quiet_python_loggers(verbose: bool) -> None:
