@@ -18,17 +18,27 @@ JAR_MISSING = "the changelog engine's jar is not on Spark's class path"
 
 
 def engine_jar() -> Path:
-    """The engine's jar built for the installed PySpark: Spark's internals differ between
-    versions (4.2 and 4.3 both run the job), so each gets an engine compiled against its
-    own jars, named, as scripts/build_engine.sh names it, by the version of the
-    spark-core jar PySpark ships."""
+    """The engine's jar built for the Spark that runs the job: Spark's internals differ
+    between versions (4.2 and 4.3 both run the job), so each gets an engine compiled
+    against its own jars, named, as scripts/build_engine.sh names it, by the version of
+    its spark-core jar.
+
+    That Spark is SPARK_HOME's when spark-submit started the driver (it sets it; the
+    driver's pyspark may then be SPARK_HOME's python/lib zip, which has no jars), else
+    the installed PySpark's."""
+    import os
     import re
     from importlib.util import find_spec
 
-    jars = Path(find_spec("pyspark").submodule_search_locations[0]) / "jars"
-    found = [m.group(1) for p in jars.glob("spark-core_*.jar")
-             if (m := re.fullmatch(r"spark-core_[0-9.]+-(.+)\.jar", p.name))]
-    return ENGINE_DIR / f"spark-{found[0] if found else 'unknown'}" / "streamsql-engine.jar"
+    homes = [Path(os.environ["SPARK_HOME"])] if os.environ.get("SPARK_HOME") else []
+    spec = find_spec("pyspark")
+    homes += [Path(p) for p in (spec.submodule_search_locations or []) if spec]
+    for home in homes:
+        found = [m.group(1) for p in (home / "jars").glob("spark-core_*.jar")
+                 if (m := re.fullmatch(r"spark-core_[0-9.]+-(.+)\.jar", p.name))]
+        if found:
+            return ENGINE_DIR / f"spark-{found[0]}" / "streamsql-engine.jar"
+    return ENGINE_DIR / "spark-unknown" / "streamsql-engine.jar"
 
 
 def run_operator(spark, spec, df):
