@@ -1,14 +1,51 @@
 """Session fixtures of the differential suite: the cases' data, and Flink's results
-computed once (one Flink JVM for all cases)."""
+computed once (one Flink JVM for all cases).
+
+Flink starts on the selected cases as soon as pytest has collected the tests, and runs
+in the background while the other tests run; the differential cases are run last, so
+that its results are (nearly) ready when they need them."""
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 
 from tests.flink import harness
 
 OUTCOMES: dict[str, "harness.Outcome"] = {}
+# (data root, cases by id, FlinkRun or None) once collection has ended
+STARTED: dict[str, object] = {}
+
+
+def _case_id(item):
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get("case_id") if callspec is not None else None
+
+
+def pytest_collection_modifyitems(session, config, items):
+    items.sort(key=lambda item: _case_id(item) is not None)  # stable: the rest keep their order
+
+
+def pytest_collection_finish(session):
+    selected = {case_id for item in session.items if (case_id := _case_id(item)) is not None}
+    if not selected:
+        return
+    root = Path(tempfile.mkdtemp(prefix="streamsql-flink-cases-"))
+    cases = {c.id: c for c in harness.load_cases(root)}
+    run = None
+    if harness.flink_python() is not None:
+        run = harness.FlinkRun([c for case_id, c in cases.items() if case_id in selected])
+    STARTED.update(root=root, cases=cases, run=run)
+
+
+def pytest_sessionfinish(session):
+    if STARTED:
+        if STARTED["run"] is not None:
+            STARTED["run"].stop()
+        shutil.rmtree(STARTED["root"], ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -20,23 +57,17 @@ def outcomes() -> dict:
 
 
 @pytest.fixture(scope="session")
-def flink_data(tmp_path_factory):
-    root = tmp_path_factory.mktemp("flink-cases")
-    cases = harness.load_cases(root)
-    return root, {c.id: c for c in cases}
+def flink_data():
+    return STARTED["root"], STARTED["cases"]
 
 
 @pytest.fixture(scope="session")
-def flink_results(request, flink_data):
-    if harness.flink_python() is None:
+def flink_results():
+    if STARTED["run"] is None:
         if os.environ.get("CI"):
             pytest.fail("Flink is not installed: .ci/run runs scripts/flink.sh install")
         pytest.skip("Flink is not installed here: run scripts/flink.sh install")
-    _root, cases = flink_data
-    # Only the cases this run selected (-k) go to Flink.
-    selected = {item.callspec.params["case_id"] for item in request.session.items
-                if hasattr(item, "callspec") and "case_id" in item.callspec.params}
-    return harness.run_flink([c for case_id, c in cases.items() if case_id in selected])
+    return STARTED["run"].results()
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -19,8 +19,9 @@ or generated from a seed) — and cases, each a query over them:
                      # (${UDF_JAR}: the jar of tests/flink/udf/'s functions)
 
 Both engines read the same files through the same CREATE TABLE (connector
-'filesystem'). Flink runs every case in one JVM (tests/flink/oracle.py); the job runs
-each with :func:`job.api.collect`. The final rows of the changelogs are compared.
+'filesystem'). Flink runs every case in one JVM (tests/flink/oracle.py), in the
+background from the end of pytest's collection on; the job runs each with
+:func:`job.api.collect`. The final rows of the changelogs are compared.
 """
 from __future__ import annotations
 
@@ -193,39 +194,90 @@ def _fingerprint(case: Case, data: str, root: str) -> str:
 
 CACHE_DIR = ROOT / "build" / "flink-oracle"
 
+# How long one case may take before the oracle is taken to be stuck: the slowest, the
+# first (Flink's planner warming up), takes about 15 s on a loaded 2-core machine; a case
+# that never ends is a broken case, not a slow one.
+STUCK_AFTER_S = 180
 
-def run_flink(cases: list[Case], timeout: float = 1800, cache: bool = True) -> dict[str, dict]:
-    """Flink's result for each case, by case id. Results are kept in build/flink-oracle/
-    under the case's fingerprint, so an unchanged case does not start Flink again
-    (STREAMSQL_FLINK_CACHE=0 turns that off)."""
-    cache = cache and os.environ.get("STREAMSQL_FLINK_CACHE", "1") != "0"
-    results: dict[str, dict] = {}
-    todo = []
-    for c in cases:
-        path = CACHE_DIR / f"{c.fingerprint}.json"
-        if cache and c.fingerprint and path.exists():
-            results[c.id] = json.loads(path.read_text())
-        else:
-            todo.append(c)
-    if todo:
-        fresh = _run_flink(todo, timeout)
-        for c in todo:
-            results[c.id] = fresh[c.id]
-            if cache and c.fingerprint:
+
+class FlinkRun:
+    """Flink's result for each of ``cases``, computed in the background.
+
+    Results are kept in build/flink-oracle/ under the case's fingerprint, so an unchanged
+    case does not start Flink again (STREAMSQL_FLINK_CACHE=0 turns that off). The others
+    go to one oracle process (tests/flink/oracle.py) started here, which runs beside
+    whatever the caller does next; :meth:`results` waits for it."""
+
+    def __init__(self, cases: list[Case], cache: bool = True):
+        import tempfile
+
+        self.cache = cache and os.environ.get("STREAMSQL_FLINK_CACHE", "1") != "0"
+        self.cached: dict[str, dict] = {}
+        self.todo: list[Case] = []
+        for c in cases:
+            path = CACHE_DIR / f"{c.fingerprint}.json"
+            if self.cache and c.fingerprint and path.exists():
+                self.cached[c.id] = json.loads(path.read_text())
+            else:
+                self.todo.append(c)
+        self.proc = None
+        if self.todo:
+            spec = {"cases": [{"name": c.id, "statements": c.statements, "query": c.query,
+                               "time_zone": c.time_zone} for c in self.todo]}
+            # Files, not pipes: nobody reads the oracle's output until it ends, and a full
+            # pipe would stop it.
+            self.out = tempfile.TemporaryFile("w+")
+            self.err = tempfile.TemporaryFile("w+")
+            self.proc = subprocess.Popen([flink_python(), str(ORACLE)], stdin=subprocess.PIPE, stdout=self.out,
+                                         stderr=self.err, text=True, cwd=ROOT)
+            self.proc.stdin.write(json.dumps(spec))
+            self.proc.stdin.close()
+        self._results: Optional[dict[str, dict]] = None
+
+    def results(self) -> dict[str, dict]:
+        if self._results is None:
+            self._results = dict(self.cached)
+            if self.proc is not None:
+                self._results.update(self._wait())
+        return self._results
+
+    def _wait(self) -> dict[str, dict]:
+        import time
+
+        done, since = -1, time.monotonic()
+        while self.proc.poll() is None:
+            time.sleep(1)
+            finished = self._stderr().count("\noracle: ")  # one line per case it ends
+            if finished != done:
+                done, since = finished, time.monotonic()
+            elif time.monotonic() - since > STUCK_AFTER_S:
+                self.stop()
+                stuck = self.todo[min(done, len(self.todo) - 1)].id
+                raise RuntimeError(f"the Flink oracle ran case {stuck} for {STUCK_AFTER_S} s without an end; "
+                                   f"its last lines:\n{self._stderr()[-3000:]}")
+        if self.proc.returncode != 0:
+            raise RuntimeError(f"the Flink oracle failed ({self.proc.returncode}): {self._stderr()[-3000:]}")
+        self.out.seek(0)
+        fresh = {r["name"]: r for r in json.loads(self.out.read())}
+        for c in self.todo:
+            if self.cache and c.fingerprint:
                 CACHE_DIR.mkdir(parents=True, exist_ok=True)
                 (CACHE_DIR / f"{c.fingerprint}.json").write_text(json.dumps(fresh[c.id], default=str))
-    return results
+        return fresh
+
+    def _stderr(self) -> str:
+        self.err.seek(0)
+        return "\n" + self.err.read()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
 
 
-def _run_flink(cases: list[Case], timeout: float) -> dict[str, dict]:
-    python = flink_python()
-    spec = {"cases": [{"name": c.id, "statements": c.statements, "query": c.query, "time_zone": c.time_zone}
-                      for c in cases]}
-    proc = subprocess.run([python, str(ORACLE)], input=json.dumps(spec), capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT)
-    if proc.returncode != 0:
-        raise RuntimeError(f"the Flink oracle failed ({proc.returncode}): {proc.stderr[-3000:]}")
-    return {r["name"]: r for r in json.loads(proc.stdout)}
+def run_flink(cases: list[Case], cache: bool = True) -> dict[str, dict]:
+    """Flink's result for each case, by case id (see :class:`FlinkRun`)."""
+    return FlinkRun(cases, cache).results()
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """The Flink side of the differential tests. Runs in Flink's own virtualenv
-(scripts/flink.sh install), one JVM for every case:
+(scripts/flink.sh install), one JVM and one Flink MiniCluster for every case:
 
     .services/flink-venv/bin/python tests/flink/oracle.py < cases.json > results.json
 
@@ -21,6 +21,7 @@ import json
 import os
 import re
 import sys
+import time
 from decimal import Decimal
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -44,11 +45,43 @@ def run_case(case: dict, attempts: int = 3) -> dict:
     return result
 
 
+def shared_cluster() -> int:
+    """The REST port of a Flink MiniCluster started in this JVM for every case.
+
+    A TableEnvironment left to its default ('local' execution) starts a MiniCluster of
+    its own for each job, and stops it after: two thirds of a small case's time. The
+    cases are submitted to this one instead, as to any remote cluster; each still runs
+    alone, in its own TableEnvironment."""
+    from pyflink.java_gateway import get_gateway
+
+    gateway = get_gateway()
+    jvm = gateway.jvm
+    options = gateway.jvm.java.util.HashMap()
+    options.put("rest.bind-address", "127.0.0.1")
+    options.put("rest.address", "127.0.0.1")
+    options.put("rest.port", "0")  # any free port: 8081 may be taken
+    minicluster = jvm.org.apache.flink.runtime.minicluster
+    # Slots to spare: a case that failed to stop must not keep the next from starting.
+    settings = (minicluster.MiniClusterConfiguration.Builder()
+                .setConfiguration(jvm.org.apache.flink.configuration.Configuration.fromMap(options))
+                .setNumTaskManagers(1).setNumSlotsPerTaskManager(4).build())
+    cluster = minicluster.MiniCluster(settings)
+    cluster.start()
+    return cluster.getRestAddress().get().getPort()
+
+
+CLUSTER_PORT: int | None = None
+
+
 def run_case_once(case: dict) -> dict:
     from pyflink.table import EnvironmentSettings, TableEnvironment
 
     env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
     config = env.get_config()
+    if CLUSTER_PORT is not None:
+        config.set("execution.target", "remote")
+        config.set("rest.address", "127.0.0.1")
+        config.set("rest.port", str(CLUSTER_PORT))
     config.set("parallelism.default", "1")
     config.set("table.local-time-zone", case.get("time_zone", "UTC"))
     try:
@@ -139,7 +172,14 @@ def main() -> int:
     results = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     spec = json.load(sys.stdin)
-    out = [run_case(case) for case in spec["cases"]]
+    global CLUSTER_PORT
+    CLUSTER_PORT = shared_cluster()
+    out = []
+    for case in spec["cases"]:
+        started = time.monotonic()
+        out.append(run_case(case))
+        # One line per case on stderr: where a slow or stuck run is, when one is.
+        print(f"oracle: {case['name']} {time.monotonic() - started:.1f}s", file=sys.stderr, flush=True)
     json.dump(out, results, default=str)
     results.close()
     return 0
