@@ -185,13 +185,12 @@ fi
 # The driver writes the run's exit code to STREAMSQL_RESULT_FILE and sends this wrapper
 # SIGUSR1 once the result is known (job/run/shutdown.py). That code is the wrapper's: the
 # JVM's own is 143 after a graceful stop by SIGTERM, where the run's is 0 as documented.
-# Should the JVM not exit within STREAMSQL_EXIT_TIMEOUT_S seconds of the result (a native
-# thread that never ends), the wrapper ends it and says so. Without a result (the driver
-# never got that far) the JVM's exit code stands.
+# Should the JVM not exit within the bound the driver writes beside it (seconds; its
+# default and STREAMSQL_EXIT_TIMEOUT_S are the driver's), the wrapper ends it and says so.
+# Without a result (the driver never got that far) the JVM's exit code stands.
 RESULT_FILE="$(mktemp "${TMPDIR:-/tmp}/streamsql-result.XXXXXX")"
 trap 'rm -f "$RESULT_FILE"' EXIT
 export STREAMSQL_RESULT_FILE="$RESULT_FILE" STREAMSQL_WRAPPER_PID=$$
-EXIT_TIMEOUT="${STREAMSQL_EXIT_TIMEOUT_S:-30}"
 FINISHED=0
 trap 'FINISHED=1' USR1
 
@@ -222,6 +221,8 @@ while :; do
   wait "$JVM"; rc=$?
   kill -0 "$JVM" 2>/dev/null || break            # the JVM has exited: rc is its code
   [[ $FINISHED == 1 ]] || continue               # a signal interrupted the wait
+  read -r _ EXIT_TIMEOUT _ <"$RESULT_FILE" 2>/dev/null
+  [[ "${EXIT_TIMEOUT:-}" =~ ^[0-9]+([.][0-9]*)?$ ]] || EXIT_TIMEOUT=0
   deadline=$((SECONDS + ${EXIT_TIMEOUT%.*}))
   while kill -0 "$JVM" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
   if kill -0 "$JVM" 2>/dev/null; then
@@ -233,7 +234,8 @@ while :; do
   fi
   break
 done
-result="$(head -c 8 "$RESULT_FILE" 2>/dev/null | tr -dc 0-9)"
+read -r result _ <"$RESULT_FILE" 2>/dev/null
+result="$(printf '%s' "${result:-}" | tr -dc 0-9)"
 [[ -n "$result" ]] && rc="$result"
 if [[ -n "${HUNG:-}" ]]; then
   echo "streamsql: the run ended (exit $rc) but the Spark driver JVM (pid $JVM) had not exited" \

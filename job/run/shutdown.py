@@ -32,7 +32,8 @@ import time
 
 # Seconds a JVM may take to exit once the run's result is known. Spark's own shutdown
 # (listeners, the context, the block manager) takes one or two; the rest is slack for a
-# loaded machine. STREAMSQL_EXIT_TIMEOUT_S overrides it (spark-submit.sh reads it too).
+# loaded machine. STREAMSQL_EXIT_TIMEOUT_S overrides it. spark-submit.sh, which enforces
+# it for the driver it starts, reads it from the result file (report_result).
 EXIT_TIMEOUT_S = 30.0
 RESULT_FILE = "STREAMSQL_RESULT_FILE"
 WRAPPER_PID = "STREAMSQL_WRAPPER_PID"
@@ -68,14 +69,14 @@ def close_state_stores(spark) -> bool:
 
 
 def report_result(code: int) -> None:
-    """Under spark-submit.sh: hand the run's exit code to the wrapper, which bounds the
-    JVM's exit from now on."""
+    """Under spark-submit.sh: hand the run's exit code and the exit bound (one line,
+    "CODE SECONDS") to the wrapper, which bounds the JVM's exit from now on."""
     path, pid = os.environ.get(RESULT_FILE), os.environ.get(WRAPPER_PID)
     if not path or not pid:
         return
     try:
         with open(path, "w") as f:
-            f.write(f"{code}\n")
+            f.write(f"{code} {exit_timeout():g}\n")
         os.kill(int(pid), signal.SIGUSR1)
     except (OSError, ValueError):
         pass  # the wrapper is gone, or not ours: the JVM's own exit code stands
