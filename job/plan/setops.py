@@ -65,10 +65,14 @@ def intersect_except(planner, node: exp.Expression) -> Rel:
         select.set("having", exp.Having(this=exp.GT(this=copies.copy(), expression=exp.Literal.number(0))))
     out = aggregates.group_aggregate(planner, named, select)
     fields = [Field(f.name, None, o.col, o.type) for f, o in zip(columns, out.fields)]
-    text = f"{word}{'' if distinct else ' ALL'}: rows grouped with each side's count"
+    # The aggregate's step, in the user's words (not the tagged columns' internal names).
+    at = next(i for i in range(len(out.steps) - 1, -1, -1) if out.steps[i].kind == "aggregate")
+    out.steps = out.steps[:at] + [replace(out.steps[at], kind=word.lower(), keys=tuple(f.name for f in columns),
+                                          text=f"{word}{'' if distinct else ' ALL'}: each row of "
+                                               f"({', '.join(f.name for f in columns)}) counted on both sides")] \
+        + out.steps[at + 1:]
     if distinct:
         out.fields = fields
-        out.steps = out.steps[:-1] + [replace(out.steps[-1], text=text)]
         return out
     n = out.fields[-1].col
     df = out.df.select(*[F.col(f.col) for f in fields], F.col(SIGN),

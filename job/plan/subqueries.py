@@ -99,8 +99,8 @@ def semi_join(planner, outer: Rel, cond: exp.Expression, kind: str, select: exp.
         if nullable and (len(correlated) != 1 or not uncorrelated):
             raise planner.error(cond, "NOT IN (subquery) over values that can be NULL is supported for one column "
                                       "and an uncorrelated subquery; "
-                                      + ("this one compares several columns" if len(correlated) != 1 else
-                                         "this one is correlated") + ", which is not supported yet",
+                                      + ("this one is correlated" if not uncorrelated else
+                                         "this one compares several columns") + ", which is not supported yet",
                                 hint="NULLs make NOT IN unknown; write NOT EXISTS (… WHERE inner.k = outer.x), "
                                      "or declare the columns NOT NULL")
         if nullable:
