@@ -4,8 +4,14 @@
   rows that have a match: a join with the subquery's DISTINCT keys;
 * ``NOT EXISTS (…)`` keeps the rows without one: a LEFT join with the distinct keys and a
   marker column, then ``marker IS NULL``; ``x NOT IN (SELECT k …)`` is the same when
-  neither x nor k can be NULL (NULLs make NOT IN unknown, which needs Flink's null-aware
-  anti join: refused by name for now).
+  neither x nor k can be NULL.
+* ``x NOT IN (SELECT k …)`` where x or k can be NULL is SQL's three-valued predicate, as
+  Flink's null-aware anti join gives it: TRUE when the subquery is empty (even for a NULL
+  x); otherwise the row is kept only when x is not NULL, matches no k, and no k is NULL.
+  The anti join above, joined with the subquery's row count and NULL count (a global
+  aggregation, LEFT JOIN ON TRUE), so a NULL arriving in the subquery or leaving it
+  retracts or restores the rows. For one column and an uncorrelated subquery; a
+  correlated or multi-column NOT IN over nullable values is refused by name.
 
 Every join keeps its state and retracts as the subquery's rows come and go, so the
 result stays Flink's under updates to either side.
@@ -60,6 +66,7 @@ def plan_where(planner, rel: Rel, condition: exp.Expression) -> Rel:
 def semi_join(planner, outer: Rel, cond: exp.Expression, kind: str, select: exp.Expression, values: list) -> Rel:
     from job.plan import joins
 
+    uncorrelated = True
     if not isinstance(select, exp.Select) or select.args.get("group") is not None \
             or select.args.get("having") is not None or select.args.get("limit") is not None:
         inner = planner.query(select)
@@ -74,6 +81,7 @@ def semi_join(planner, outer: Rel, cond: exp.Expression, kind: str, select: exp.
             raise planner.error(cond, "a correlated subquery with GROUP BY, HAVING or LIMIT is not supported yet")
     else:
         inner, correlated = _correlated(planner, outer, select, cond)
+        uncorrelated = not correlated
         if kind in ("in", "not in"):
             items = planner.expand(inner, select.expressions)
             if len(items) != len(values):
@@ -88,10 +96,15 @@ def semi_join(planner, outer: Rel, cond: exp.Expression, kind: str, select: exp.
     if kind == "not in":
         nullable = [v for v, k in correlated
                     if planner.expr(outer, v, "NOT IN").type.nullable or planner.expr(inner, k, "NOT IN").type.nullable]
-        if nullable:
-            raise planner.error(cond, "NOT IN (subquery) over values that can be NULL is not supported yet",
+        if nullable and (len(correlated) != 1 or not uncorrelated):
+            raise planner.error(cond, "NOT IN (subquery) over values that can be NULL is supported for one column "
+                                      "and an uncorrelated subquery; "
+                                      + ("this one is correlated" if not uncorrelated else
+                                         "this one compares several columns") + ", which is not supported yet",
                                 hint="NULLs make NOT IN unknown; write NOT EXISTS (… WHERE inner.k = outer.x), "
                                      "or declare the columns NOT NULL")
+        if nullable:
+            return null_aware_anti_join(planner, outer, cond, inner, correlated[0])
     # The subquery's distinct keys (and a marker for the anti joins), under a fresh alias.
     alias = planner.fresh("__sq")
     items = [exp.alias_(k.copy(), f"__k{i}") for i, (_v, k) in enumerate(correlated)]
@@ -116,6 +129,47 @@ def semi_join(planner, outer: Rel, cond: exp.Expression, kind: str, select: exp.
     joined.fields = outer_fields
     joined.steps = before_last(joined, f"{kind} subquery as a {'semi' if kind in ('exists', 'in') else 'anti'} "
                                         f"join: {planner.current.flink_sql(cond)}")
+    return joined
+
+
+def null_aware_anti_join(planner, outer: Rel, cond: exp.Expression, inner: Rel,
+                         pair: tuple[exp.Expression, exp.Expression]) -> Rel:
+    """``x NOT IN (SELECT k …)`` with NULLs: the rows whose x matches no k (a LEFT join with
+    the distinct keys), joined with the subquery's row and NULL counts; kept when the
+    subquery is empty, or when x is not NULL, unmatched, and no k is NULL."""
+    from job.plan import aggregates, joins
+
+    value, key = pair
+    inner = planner.settle(inner)
+    alias, stats_alias = planner.fresh("__sq"), planner.fresh("__sn")
+    keys = planner.project(inner, [exp.alias_(key.copy(), "__k0"), exp.alias_(exp.Boolean(this=True), "__matched")],
+                           where="the subquery")
+    keys = planner.requalify(planner.distinct(keys), alias)
+    values = planner.project(inner, [exp.alias_(key.copy(), "__k")], where="the subquery")
+    count_nulls = exp.Anonymous(this="COUNT", expressions=[exp.Case(
+        ifs=[exp.If(this=exp.Is(this=exp.column("__k"), expression=exp.Null()), true=exp.Literal.number(1))])])
+    counting = exp.Select(expressions=[exp.alias_(exp.Anonymous(this="COUNT", expressions=[exp.Star()]), "__n"),
+                                       exp.alias_(count_nulls, "__nulls")])
+    stats = planner.requalify(aggregates.group_aggregate(planner, values, counting), stats_alias)
+    outer_fields = list(outer.fields)
+    joined = joins.regular_join(planner, outer, keys, exp.Join(
+        this=exp.to_identifier(alias), side="LEFT", on=exp.EQ(this=value.copy(), expression=exp.column("__k0", alias))))
+    joined = planner.settle(joined)
+    joined = joins.regular_join(planner, joined, stats, exp.Join(this=exp.to_identifier(stats_alias), side="LEFT",
+                                                                 on=exp.Boolean(this=True)))
+
+    def zero(name: str) -> exp.Expression:
+        return exp.EQ(this=exp.Anonymous(this="COALESCE", expressions=[exp.column(name, stats_alias), exp.Literal.number(0)]),
+                      expression=exp.Literal.number(0))
+
+    keep = exp.or_(zero("__n"), exp.and_(
+        exp.Not(this=exp.Is(this=value.copy(), expression=exp.Null())),
+        exp.Is(this=exp.column("__matched", alias), expression=exp.Null()),
+        zero("__nulls")))
+    joined = planner.filter(joined, keep, "the NOT IN")
+    joined.fields = outer_fields
+    joined.steps = before_last(joined, "not in subquery as a null-aware anti join (the subquery's row and NULL "
+                                       f"counts joined in): {planner.current.flink_sql(cond)}")
     return joined
 
 

@@ -73,6 +73,13 @@ TUMBLE = "TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE))"
     ("SELECT DISTINCT uid, '', '' FROM orders", ["distinct rows of (uid, EXPR$1, EXPR$2) [engine: aggregate;"]),
     ("SELECT uid, '', '' FROM orders UNION SELECT uid, '', '' FROM ships",
      ["union all [stateless", "distinct rows of (uid, EXPR$1, EXPR$2) [engine: aggregate;"]),
+    ("SELECT uid, '', '' FROM orders INTERSECT ALL SELECT uid, '', '' FROM users",
+     ["INTERSECT ALL: each row of (uid, EXPR$1, EXPR$2) counted on both sides [engine: aggregate;",
+      "INTERSECT ALL: each row min(left, right) times [stateless"]),
+    ("SELECT uid, '', '' FROM orders EXCEPT SELECT uid, '', '' FROM users",
+     ["EXCEPT: each row of (uid, EXPR$1, EXPR$2) counted on both sides [engine: aggregate;"]),
+    ("SELECT uid, '', '' FROM orders WHERE amount NOT IN (SELECT score FROM users)",
+     ["not in subquery as a null-aware anti join", "[engine: join;"]),
     ("SELECT a, b, c FROM (VALUES ('x', 'y', 'z')) AS v(a, b, c)", ["VALUES (1 rows) [a bounded source"]),
     # ORDER BY … LIMIT, scalar subqueries, joins without an equality
     ("SELECT uid, CAST(amount AS STRING), '' FROM orders ORDER BY amount DESC LIMIT 3 OFFSET 1",
@@ -123,6 +130,11 @@ def test_processing_time_is_refused_by_name(spark, query, at, message):
     ("SELECT uid, CAST(VAR_POP(DISTINCT amount) AS STRING), '' FROM orders GROUP BY uid",
      "VAR_POP(DISTINCT …) is not supported yet"),
     ("SELECT uid, '', '' FROM orders LIMIT 3", "LIMIT without ORDER BY is not supported yet"),
+    ("SELECT uid, '', '' FROM orders o WHERE amount NOT IN (SELECT score FROM users u WHERE u.uid = o.uid)",
+     "NOT IN (subquery) over values that can be NULL is supported for one column and an uncorrelated subquery; "
+     "this one is correlated"),
+    ("SELECT uid, '', '' FROM orders WHERE (uid, amount) NOT IN (SELECT uid, score FROM users)",
+     "this one compares several columns"),
     ("SELECT DISTINCT uid, '', '' FROM orders ORDER BY amount LIMIT 3",
      "SELECT DISTINCT … ORDER BY … LIMIT on something the query does not select is not supported yet"),
 ])
