@@ -71,3 +71,28 @@ def test_seed_count_runs_in_real_time(kafka_bootstrap, tmp_path):
     operators = set(result["operators"])
     assert {"RealTimeStreamScan", "TransformWithState"} <= operators, operators
     assert not [o for o in operators if "Sort" in o or "KeyGroup" in o or "Reduce" in o], operators
+
+
+def test_a_micro_batch_checkpoint_is_refused_in_our_words(tmp_path):
+    """Real-time mode cannot continue state written by micro-batch (checkpoint format v1):
+    refused before Spark's CHECKPOINT_FORMAT_V1_NOT_SUPPORTED, naming the option."""
+    from types import SimpleNamespace
+
+    from job.errors import PipelineError
+    from job.plan import nodes
+    from job.run.real_time import check_checkpoint, slots_needed
+
+    commits = tmp_path / "q" / "commits"
+    commits.mkdir(parents=True)
+    (commits / "0").write_text('v2\n{"nextBatchWatermarkMs":0}')
+    (commits / "1").write_text('v1\n{"nextBatchWatermarkMs":0}')
+    steps = (nodes.scan("scan users"), nodes.engine("normalize", "normalize", "n", ""),
+             nodes.engine("aggregate", "aggregate", "a", ""), nodes.sink("upsert", nodes.UPSERT))
+    plan = SimpleNamespace(name="q", checkpoint=str(tmp_path / "q"), stateful=True, nodes=steps)
+    with pytest.raises(PipelineError) as refused:
+        check_checkpoint(plan)
+    assert "was written in micro-batch mode" in str(refused.value)
+    assert "'streamsql.real-time-mode' = 'off'" in refused.value.hint
+    (commits / "2").write_text('v2\n{"nextBatchWatermarkMs":0}')
+    check_checkpoint(plan)  # a real-time mode checkpoint continues
+    assert slots_needed(plan, partitions=2, shuffle_partitions=2) == 6  # the seed count: 2 + 2 x 2
