@@ -23,10 +23,10 @@ def explain_lines(program: Program, plans: list, checkpoint_dir: str) -> list[st
     for plan in plans:
         lines.append(f"  query {plan.name}: INSERT INTO {plan.sink_table} — {plan.engine} engine, sink fed as {plan.sink_mode}, "
                      f"checkpoint {plan.checkpoint}")
-        lines.append("    mode: {}: {}".format(*plan.mode_reason()))
         lines += [f"      {line}" for line in formatted_sql(program.inserts[plan.insert_index].query)]
         lines += [f"    - {s}" for s in plan.steps]
         lines += [f"    - dead letters → {name} (checkpoint {cp})" for name, _w, cp in plan.dead_letters]
+        lines.append("    mode: {}: {}".format(*plan.mode_reason()))
     return lines
 
 
