@@ -8,6 +8,7 @@ written by micro-batch (state checkpoint format v1, which real-time mode cannot 
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 from job.errors import PipelineError
@@ -77,6 +78,22 @@ def check_checkpoint(plan) -> None:
                  f"checkpoint directory")
 
 
+@contextmanager
+def real_time_settings(spark):
+    """The session set for a real-time query while it starts (SETTINGS), then as it was."""
+    before = {k: spark.conf.get(k, None) for k in SETTINGS}
+    try:
+        for key, value in SETTINGS.items():
+            spark.conf.set(key, value)
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
 def start(plan, program):
     """Start ``plan`` in real-time mode: update output, a trigger every checkpoint interval."""
     writer = plan.writer
@@ -84,18 +101,9 @@ def start(plan, program):
     interval_ms = checkpoint_interval_ms(program.conf)
     check_checkpoint(plan)
     check_slots(spark, plan)
-    before = {k: spark.conf.get(k, None) for k in SETTINGS}
-    try:
-        for key, value in SETTINGS.items():
-            spark.conf.set(key, value)
+    with real_time_settings(spark):
         return (writer.queryName(plan.name).option("checkpointLocation", plan.checkpoint).outputMode("update")
                 .trigger(realTime=f"{interval_ms} milliseconds").start())
-    finally:
-        for key, value in before.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
 
 
 def startup_line(plan, program) -> str:
