@@ -61,6 +61,8 @@ class SourceContext:
     # How many of the reading query's tables wait for records before a micro-batch
     # (Kafka's 'scan.min-offsets-per-trigger'): each waits for its share of the minimum.
     waiting_tables: int = 1
+    # Started in Spark's real-time mode (job.plan.real_time): no per-trigger offset limits.
+    real_time: bool = False
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ def explain_lines(program: Program, plans: list, checkpoint_dir: str) -> list[st
         lines += [f"      {line}" for line in formatted_sql(program.inserts[plan.insert_index].query)]
         lines += [f"    - {s}" for s in plan.steps]
         lines += [f"    - dead letters → {name} (checkpoint {cp})" for name, _w, cp in plan.dead_letters]
+        lines.append("    mode: {}: {}".format(*plan.mode_reason()))
     return lines
 
 
@@ -47,7 +48,7 @@ def explain_json(program: Program, plans: list, checkpoint_dir: str) -> dict:
         roots = tree(plan.nodes)
         queries.append({
             "name": plan.name, "sink": plan.sink_table, "engine": plan.engine, "sink_mode": plan.sink_mode,
-            "mode": plan.mode(), "stateful": plan.stateful, "checkpoint": plan.checkpoint,
+            "mode": plan.mode(), "mode_reason": plan.mode_reason()[1], "stateful": plan.stateful, "checkpoint": plan.checkpoint,
             "sql": program.inserts[plan.insert_index].query.strip(),
             "steps": [n.to_json() for n in plan.nodes],
             "plan": roots[-1].to_json() if len(roots) == 1 else [r.to_json() for r in roots],

@@ -21,6 +21,7 @@ from job.errors import PipelineError
 from job.plan.analyze import check_streaming
 from job.plan.nodes import has_engine, is_stateful
 from job.plan.program import Program
+from job.plan.real_time import real_time_setting
 
 
 @dataclass
@@ -54,10 +55,18 @@ class QueryPlan:
         """The steps ``--explain`` lists, as it words them."""
         return [str(n) for n in self.nodes if n.shown]
 
+    once: bool = False                 # planned for --once (availableNow)
+    real_time_setting: str = "off"     # SET 'streamsql.real-time-mode' (job.plan.real_time)
+
     def mode(self) -> str:
-        """How the query runs: 'micro-batch' (the one mode today). Real-time mode, when
-        it comes, is chosen here from the nodes (every operator record-by-record safe)."""
-        return "micro-batch"
+        """How the query runs: 'micro-batch' or 'real-time' (job.plan.real_time.choose)."""
+        return self.mode_reason()[0]
+
+    def mode_reason(self) -> tuple[str, str]:
+        """(mode, why), read from the nodes: real-time when every step can run record by record."""
+        from job.plan.real_time import choose
+
+        return choose(self)
 
 
 def unwatched(sink, _key: str):
@@ -80,14 +89,14 @@ def new_planner(spark, catalog, conf, open_source: Callable):
 
 
 def plan_query(spark, catalog, conf, query, checkpoint: str, *, tables=(), once: bool = False,
-               offline: bool = False):
+               offline: bool = False, real_time: bool = False):
     """One query (a parsed SELECT) planned over the catalog's tables, as every INSERT of a
     pipeline and api.collect() plan theirs: (planner, relation, how it opened its tables).
     ``tables``: the bound tables it reads (how many hold its batches back)."""
     from job.connectors.registry import waiting_tables
     from job.plan.sources import QuerySources
 
-    reading = QuerySources(spark, checkpoint, once, offline, waiting_tables=waiting_tables(tables))
+    reading = QuerySources(spark, checkpoint, once, offline, waiting_tables=waiting_tables(tables), real_time=real_time)
     planner = new_planner(spark, catalog, conf, reading.open)
     return planner, planner.plan(query), reading
 
@@ -110,15 +119,19 @@ def plan_queries(spark, program: Program, *, checkpoint_dir: str, once: bool = F
     plans = []
     for i, insert in enumerate(program.inserts):
         try:
-            plans.append(plan_insert(spark, program, i, checkpoint_dir=checkpoint_dir, once=once,
-                                     watch_sink=watch_sink, offline=offline))
+            plan = plan_insert(spark, program, i, checkpoint_dir=checkpoint_dir, once=once,
+                               watch_sink=watch_sink, offline=offline)
+            if plan.mode() == "real-time":  # again, with the sources real-time mode accepts
+                plan = plan_insert(spark, program, i, checkpoint_dir=checkpoint_dir, once=once,
+                                   watch_sink=watch_sink, offline=offline, real_time=True)
+            plans.append(plan)
         except PipelineError as err:
             raise err.located(insert.query_origin, insert.source.text if insert.source else None)
     return plans
 
 
 def plan_insert(spark, program: Program, index: int, *, checkpoint_dir: str, once: bool = False,
-                watch_sink: Callable = unwatched, offline: bool = False) -> QueryPlan:
+                watch_sink: Callable = unwatched, offline: bool = False, real_time: bool = False) -> QueryPlan:
     from job.plan.sink import plan_sink
 
     insert = program.inserts[index]
@@ -128,7 +141,7 @@ def plan_insert(spark, program: Program, index: int, *, checkpoint_dir: str, onc
     checkpoint = str(Path(checkpoint_dir) / name)
     reads = [program.catalog.bound_table(n, "source") for n in sorted(program.reads.get(index, ()))]
     planner, rel, reading = plan_query(spark, program.catalog, program.conf, insert.parsed, checkpoint, tables=reads,
-                                       once=once, offline=offline)
+                                       once=once, offline=offline, real_time=real_time)
     sink = watch_sink(connector.create_sink(SinkContext(spark, table, options, checkpoint, offline=offline)), checkpoint)
     sink_plan = plan_sink(planner, rel, table, connector, sink, insert.column_names)
     if rel.append_only:
@@ -138,6 +151,7 @@ def plan_insert(spark, program: Program, index: int, *, checkpoint_dir: str, onc
     plan = QueryPlan(name, index, table.name, sink_plan.mode, checkpoint, tuple(rel.steps + sink_plan.steps),
                      rel.append_only, sink_plan.writer, observed=opened.observed, bounded=not opened.unbounded)
     plan.end_of_input = closing(planner, reading)
+    plan.once, plan.real_time_setting = once, real_time_setting(program.conf)
     for j, (dl_table_name, letters) in enumerate(opened.dead_letters):
         plan.dead_letters.append(dead_letter_writer(spark, program, dl_table_name, letters,
                                                     f"{checkpoint}-dead-letter-{j}", watch_sink, offline))

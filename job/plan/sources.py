@@ -36,7 +36,8 @@ def policy_of(options) -> str:
 
 def open_source(spark, bound: BoundTable, *, once: bool, offline: bool = False,
                 opened: Optional[OpenedSources] = None, checkpoint: Optional[str] = None,
-                end_of_input=None, ordered: bool = True, waiting_tables: int = 1) -> SourceStream:
+                end_of_input=None, ordered: bool = True, waiting_tables: int = 1,
+                real_time: bool = False) -> SourceStream:
     """The stream of ``bound`` (a table bound for reading, the catalog's)."""
     from pyspark.sql import functions as F
 
@@ -44,7 +45,7 @@ def open_source(spark, bound: BoundTable, *, once: bool, offline: bool = False,
     options = bound.options
     stream = bound.connector.create_source(SourceContext(spark, table, dict(options), once=once, offline=offline,
                                                          checkpoint=checkpoint, ordered=ordered,
-                                                         waiting_tables=waiting_tables))
+                                                         waiting_tables=waiting_tables, real_time=real_time))
     if opened is not None and not stream.bounded:
         opened.unbounded.append(table.name)
     df = stream.df
@@ -101,8 +102,9 @@ class QuerySources:
     opened: OpenedSources = field(default_factory=OpenedSources)
     end_of_input: EndOfInput = field(default_factory=EndOfInput)
     waiting_tables: int = 1  # of the query's tables, how many wait for records (registry.waiting_tables)
+    real_time: bool = False  # the query starts in real-time mode (job.plan.real_time)
 
     def open(self, table, ordered: bool = True):
         return open_source(self.spark, table, once=self.once, offline=self.offline, opened=self.opened,
                            checkpoint=self.checkpoint, end_of_input=self.end_of_input, ordered=ordered,
-                           waiting_tables=self.waiting_tables)
+                           waiting_tables=self.waiting_tables, real_time=self.real_time)

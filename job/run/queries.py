@@ -32,6 +32,11 @@ def start_queries(plans: list[QueryPlan], program: Program, *, once: bool):
     trigger = trigger_args(program, once)
     started = []
     for plan in plans:
+        if plan.mode() == "real-time":
+            from job.run import real_time
+
+            started.append(real_time.start(plan, program))
+            continue
         for name, writer, checkpoint in plan.dead_letters:
             started.append(writer.queryName(f"{plan.name}-{name}").option("checkpointLocation", checkpoint)
                            .outputMode("append").trigger(**trigger).start())

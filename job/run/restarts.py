@@ -41,6 +41,7 @@ class Restarter:
             self.writers[plan.name] = plan.writer
             for name, writer, _checkpoint in plan.dead_letters:
                 self.writers[f"{plan.name}-{name}"] = writer
+        self.real_time = {plan.name for plan in plans if getattr(plan, "mode", None) and plan.mode() == "real-time"}
         self.counts: dict[str, int] = {}
         self.err = err or sys.stderr
         self.started: list = []        # every replacement query, for the caller to stop at the end
@@ -57,6 +58,12 @@ class Restarter:
         print(f"streamsql: query '{name}' failed transiently ({first}); restarting it from its checkpoint "
               f"({self.counts[name]}/{MAX_RESTARTS})", file=self.err, flush=True)
         time.sleep(PAUSE_S)
-        replacement = writer.start()   # the writer keeps its name, checkpoint, mode and trigger
+        if name in self.real_time:  # with the session settings a real-time query starts with
+            from job.run.real_time import real_time_settings
+
+            with real_time_settings(writer._spark):
+                replacement = writer.start()
+        else:
+            replacement = writer.start()   # the writer keeps its name, checkpoint, mode and trigger
         self.started.append(replacement)
         return replacement

@@ -173,6 +173,11 @@ def execute(spark, program, plans, options: RunOptions, err) -> int:
     # 'scan.bounded.mode' = 'latest-offset', a datagen with 'number-of-rows') runs to
     # completion; --once makes any pipeline do so.
     once = options.once or (bool(plans) and all(plan.bounded for plan in plans))
+    from job.run.real_time import startup_line
+
+    for plan in plans:  # with real-time mode on, which mode runs each INSERT and why
+        if plan.real_time_setting == "auto":
+            print(startup_line(plan, program), file=err, flush=True)
     try:
         for wave in (waves(plans, program) if once else [plans]):
             if stop.requested:

@@ -110,9 +110,11 @@ def read_topic(ctx, *, key_cols: list[str]):
     if reads_headers(table):
         reader = reader.option("includeHeaders", "true")
     reader = reader.option("failOnDataLoss", "false")
-    if options.get("scan.max-offsets-per-trigger"):
+    # Real-time mode refuses per-trigger offset limits ('not compatible with real time mode').
+    if options.get("scan.max-offsets-per-trigger") and not ctx.real_time:
         reader = reader.option("maxOffsetsPerTrigger", str(options["scan.max-offsets-per-trigger"]))
-    reader = reader.options(**batch_wait(options, once=ctx.once, shared_by=ctx.waiting_tables))
+    if not ctx.real_time:
+        reader = reader.options(**batch_wait(options, once=ctx.once, shared_by=ctx.waiting_tables))
     if options.get("scan.poll-timeout"):
         reader = reader.option("kafkaConsumer.pollTimeoutMs", str(options["scan.poll-timeout"]))
     reader = reader.options(**({"startingOffsets": "earliest"} if ctx.offline else starting_offsets(spark, table, options)))

@@ -1,0 +1,114 @@
+"""Starting a query in Spark 4.3's real-time mode (job.plan.real_time chose it).
+
+Real-time mode runs long-lived tasks that hold a task slot each for the whole checkpoint
+interval: one per source partition and, for every stateful stage, one per shuffle
+partition (the pipelined shuffle runs producer and consumer at once). The query is
+refused in our words when the session has fewer cores, and when its checkpoint was
+written by micro-batch (state checkpoint format v1, which real-time mode cannot read).
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+
+from job.errors import PipelineError
+from job.plan.real_time import INTERVAL_KEY, MODE_KEY, checkpoint_interval_ms
+
+# Spark settings a real-time query needs, set while it starts (a query keeps the session
+# settings of its start): AQE is not supported, stateful operators need RocksDB and the
+# state checkpoint format v2, and a sort before a repartition is not on the allowlist.
+SETTINGS = {
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.streaming.stateStore.providerClass":
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+    "spark.sql.streaming.stateStore.checkpointFormatVersion": "2",
+    "spark.sql.execution.sortBeforeRepartition": "false",
+}
+
+
+def source_partitions(spark, plan) -> int:
+    from job.connectors.kafka.admin import partitions_of
+    from job.connectors.kafka.common import topics
+
+    total = 0
+    for node in plan.nodes:
+        if node.kind == "scan" and node.spec is not None:
+            options = dict(node.spec.options)
+            names = topics(options)
+            total += sum(len(p) for p in partitions_of(spark, options, names).values())
+    return total
+
+
+def slots_needed(plan, partitions: int, shuffle_partitions: int) -> int:
+    """Source partitions, plus the shuffle partitions of every stateful stage (each stateful
+    step counted as its own stage: an upper bound when two share one)."""
+    stages = sum(1 for n in plan.nodes if n.stateful)
+    return partitions + shuffle_partitions * stages
+
+
+def check_slots(spark, plan) -> int:
+    shuffle = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    needed = slots_needed(plan, source_partitions(spark, plan), shuffle)
+    cores = spark.sparkContext.defaultParallelism
+    if cores < needed:
+        raise PipelineError(
+            f"query '{plan.name}' runs in real-time mode, which holds a task slot for every source partition and, "
+            f"for each of its stateful steps, every shuffle partition, all at once: it needs {needed} slots and "
+            f"this Spark application has {cores} cores. Give it more (--master local[{needed}], or more executor "
+            f"cores), lower SET 'spark.sql.shuffle.partitions' (now {shuffle}), or SET '{MODE_KEY}' = 'off' to run "
+            f"it in micro-batch mode.")
+    return needed
+
+
+def check_checkpoint(plan) -> None:
+    """A stateful query's checkpoint written by micro-batch (state format v1) cannot be
+    read in real-time mode: refuse before Spark does."""
+    commits = Path(plan.checkpoint) / "commits"
+    if not plan.stateful or not commits.is_dir():
+        return
+    batches = sorted((int(p.name) for p in commits.iterdir() if p.name.isdigit()), reverse=True)
+    if not batches:
+        return
+    first = (commits / str(batches[0])).read_text().split("\n", 1)[0].strip()
+    if first == "v1":
+        raise PipelineError(
+            f"query '{plan.name}' qualifies for real-time mode, but its checkpoint {plan.checkpoint} was written "
+            f"in micro-batch mode (state checkpoint format 1), which real-time mode cannot continue",
+            hint=f"SET '{MODE_KEY}' = 'off' to keep running it in micro-batch mode, or start it on a new "
+                 f"checkpoint directory")
+
+
+@contextmanager
+def real_time_settings(spark):
+    """The session set for a real-time query while it starts (SETTINGS), then as it was."""
+    before = {k: spark.conf.get(k, None) for k in SETTINGS}
+    try:
+        for key, value in SETTINGS.items():
+            spark.conf.set(key, value)
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
+def start(plan, program):
+    """Start ``plan`` in real-time mode: update output, a trigger every checkpoint interval."""
+    writer = plan.writer
+    spark = writer._spark
+    interval_ms = checkpoint_interval_ms(program.conf)
+    check_checkpoint(plan)
+    check_slots(spark, plan)
+    with real_time_settings(spark):
+        return (writer.queryName(plan.name).option("checkpointLocation", plan.checkpoint).outputMode("update")
+                .trigger(realTime=f"{interval_ms} milliseconds").start())
+
+
+def startup_line(plan, program) -> str:
+    mode, why = plan.mode_reason()
+    if mode == "real-time":
+        return (f"streamsql: query {plan.name}: real-time mode (checkpoint every "
+                f"{checkpoint_interval_ms(program.conf) // 1000} s, SET '{INTERVAL_KEY}'): {why}")
+    return f"streamsql: query {plan.name}: micro-batch mode: {why}"
