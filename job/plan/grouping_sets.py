@@ -14,7 +14,8 @@ is the sets {a, b} and {a}); a ROLLUP or CUBE lists each set once, nested in GRO
 too; a set written twice is computed twice, GROUP_ID() numbering the copies. Flink
 computes the n-th copies as one aggregation of the sets repeated n times or more; when
 that is a single set that is not every key, Flink 2.3 groups that copy by every key
-(still reporting the set in GROUPING()), and so does the job.
+(still reporting the set in GROUPING()), and so does the job; without a GROUPING() or
+GROUPING_ID() call Flink rejects such a query, and the job refuses it.
 """
 from __future__ import annotations
 
@@ -166,8 +167,18 @@ def grouping_replacements(planner, node: exp.Select, groupings: Groupings, varia
     from job.sql.types import logical_type
 
     bigint = logical_type("BIGINT NOT NULL")
+    calls = grouping_calls(node)
+    collapsed = next((v for v in groupings.variants if v.keys != v.declared), None)
+    if collapsed is not None and not any(c.name.upper() != "GROUP_ID" for c in calls):
+        # Flink rewrites the GROUP_IDs away and is left with an aggregation of one set
+        # that is not every key, which its planner rejects ("GROUPING SETS are currently
+        # not supported"): refused here too, not given rows Flink has none for.
+        raise planner.error(node.args["group"], "a grouping set written more than once, whose extra copies are of "
+                                                "one set only, is rejected by Flink 2.3 ('GROUPING SETS are currently "
+                                                "not supported') unless the query calls GROUPING() or GROUPING_ID()",
+                            hint="write each grouping set once, or UNION ALL a second GROUP BY for the copy")
     out = {}
-    for call in grouping_calls(node):
+    for call in calls:
         values = grouping_values(planner, groupings, call, always)
         if variant_sql is None or len(set(values)) == 1:
             sql = f"CAST({values[0]} AS BIGINT)"
