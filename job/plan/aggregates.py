@@ -117,7 +117,7 @@ def group_aggregate(planner, rel: Rel, node: exp.Select) -> Rel:
     if groupings.expands:  # each row once per grouping, its number a key
         key_cols = ["g_set", *gcols]
         staged = grouping_sets.expand(staged, groupings, gcols, [v.type.spark for v in group_values], "g_set")
-    expansion = [nodes.spark("grouping_sets", f"grouping sets: each row once per grouping of "
+    expansion = [nodes.spark("grouping_sets", f"grouping sets: each row once per set of "
                                               f"{len(groupings.variants)}", "stateless")] if groupings.expands else []
     result = engine.group_aggregate(planner, staged, key_cols, specs, append_only=rel.append_only, ordered=ordered)
 

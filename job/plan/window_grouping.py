@@ -29,9 +29,9 @@ def expand_grouping_sets(planner, rel: Rel, node: exp.Select, window, keys: list
     gid = planner.fresh("_g")
     expanded_df = grouping_sets.expand(staged, groupings, cols, [v.type.spark for v in values], gid)
     fields = list(rel.fields) + [Field(c, None, c, v.type.nullable_as(True)) for c, v in zip(cols, values)] \
-        + [Field(gid, None, gid, logical_type("INT NOT NULL"))]
+        + [Field(gid, None, gid, logical_type("INT"))]
     expanded = Rel(expanded_df, fields, rel.append_only, None, rel.steps + [
-        nodes.spark("grouping_sets", f"grouping sets: each row once per grouping of {len(groupings.variants)}",
+        nodes.spark("grouping_sets", f"grouping sets: each row once per set of {len(groupings.variants)}",
                     "stateless")], window=window, window_fields=rel.window_fields)
     group_keys = [exp.column(gid)] + [exp.column(c) for c in cols]
     return expanded, group_keys, {c: (e, v) for e, c, v in zip(groupings.exprs, cols, values)}, {gid}, groupings

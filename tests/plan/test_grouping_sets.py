@@ -50,11 +50,11 @@ def test_sets_multiply_nest_and_repeat_as_flinks():
 
 
 @pytest.mark.parametrize("query, step", [
-    ("SELECT region, cat, COUNT(*) FROM sales GROUP BY ROLLUP (region, cat)", "each row once per grouping of 3"),
+    ("SELECT region, cat, COUNT(*) FROM sales GROUP BY ROLLUP (region, cat)", "each row once per set of 3"),
     ("SELECT uid, CAST(score AS STRING), GROUPING_ID(uid, score) FROM users GROUP BY CUBE (uid, score)",
-     "each row once per grouping of 4"),
+     "each row once per set of 4"),
     ("SELECT region, cat, COUNT(*) FROM TABLE(TUMBLE(TABLE sales, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) "
-     "GROUP BY window_start, window_end, GROUPING SETS ((region, cat), ())", "each row once per grouping of 2"),
+     "GROUP BY window_start, window_end, GROUPING SETS ((region, cat), ())", "each row once per set of 2"),
 ])
 def test_each_row_is_copied_once_per_grouping(spark, query, step):
     code, text = dry_run(query)
