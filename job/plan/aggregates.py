@@ -15,11 +15,11 @@ from dataclasses import replace
 from sqlglot import exp
 
 from job.changelog.specs import AggregateCall
-from job.plan import engine, nodes
+from job.plan import engine, grouping_sets, nodes
 from job.plan.aggregate_calls import AggCall, aggregate_calls, parse_call
 from job.plan.relation import NET, SIGN, Field, Rel, flink_key
 from job.sql.flink.translate import Typed
-from job.sql.types import LogicalType
+from job.sql.types import LogicalType, logical_type
 
 # The aggregate functions the engine's aggregate operator computes (under retractions too).
 ENGINE_AGGREGATES = {"count", "sum", "avg", "min", "max", "listagg", "first_value", "last_value", "array_agg"}
@@ -48,8 +48,14 @@ def group_aggregate(planner, rel: Rel, node: exp.Select) -> Rel:
     node = expand_statistics(planner, rel, node)
     group = node.args.get("group")
     group_exprs = list(group.expressions) if group is not None else []
+    groupings = grouping_sets.analyze(group_exprs) if grouping_sets.uses_grouping_sets(group_exprs) \
+        else grouping_sets.plain(group_exprs)
+    group_exprs = list(groupings.exprs)
     tr = planner.translator(rel, "GROUP BY")
     group_values = [tr.expr(g) for g in group_exprs]
+    if groupings.expands:  # a key some grouping leaves out is NULL there
+        group_values = [v if groupings.in_every(i) else Typed(v.sql, v.type.nullable_as(True))
+                        for i, v in enumerate(group_values)]
 
     calls: list[AggCall] = []
     seen: set[str] = set()
@@ -107,7 +113,13 @@ def group_aggregate(planner, rel: Rel, node: exp.Select) -> Rel:
     positions = [F.col(engine.POSITION_MAJOR), F.col(engine.POSITION_MINOR)] \
         if ordered and engine.POSITION_MAJOR in rel.df.columns else []
     staged = planner.signed(rel).select(*staged_cols, F.col(SIGN), *positions)
-    result = engine.group_aggregate(planner, staged, gcols, specs, append_only=rel.append_only, ordered=ordered)
+    key_cols = gcols
+    if groupings.expands:  # each row once per grouping, its number a key
+        key_cols = ["g_set", *gcols]
+        staged = grouping_sets.expand(staged, groupings, gcols, [v.type.spark for v in group_values], "g_set")
+    expansion = [nodes.spark("grouping_sets", f"grouping sets: each row once per set of "
+                                              f"{len(groupings.variants)}", "stateless")] if groupings.expands else []
+    result = engine.group_aggregate(planner, staged, key_cols, specs, append_only=rel.append_only, ordered=ordered)
 
     fields, selected, replacements = [], [], {}
     for g, value, gcol in zip(group_exprs, group_values, gcols):
@@ -119,15 +131,21 @@ def group_aggregate(planner, rel: Rel, node: exp.Select) -> Rel:
             fields.append(Field(f"EXPR${len(fields)}", None, col, value.type))
         selected.append(F.col(gcol).alias(col))
         replacements[flink_key(g)] = Typed(f"`{col}`", value.type)
+    if groupings.expands:
+        col = planner.fresh("_g")
+        fields.append(Field("__grouping", None, col, logical_type("INT NOT NULL")))
+        selected.append(F.col("g_set").alias(col))
+    replacements.update(grouping_sets.grouping_replacements(
+        planner, node, groupings, f"`{fields[-1].col}`" if groupings.expands else None))
     for i, call in enumerate(calls):
         col = planner.fresh("_a")
         fields.append(Field(f"__agg{i}", None, col, call.result))
         selected.append(F.col(f"r{i}").alias(col))
         replacements[flink_key(call.node)] = Typed(f"`{col}`", call.result)
-    group_cols = frozenset(f.col for f in fields[: len(gcols)])
+    group_cols = frozenset(f.col for f in fields[: len(key_cols)])
     agg_rel = Rel(result.select(*selected, F.col(SIGN), F.col(NET)), fields,
-                  append_only=False, unique_key=group_cols, net_key=group_cols if gcols else None,
-                  steps=rel.steps + [nodes.engine(
+                  append_only=False, unique_key=group_cols, net_key=group_cols if key_cols else None,
+                  steps=rel.steps + expansion + [nodes.engine(
                       "aggregate", "aggregate",
                       f"aggregate by ({', '.join(planner.current.flink_sql(g) for g in group_exprs) or 'nothing: one global row'}) "
                       f"computing {', '.join(planner.current.flink_sql(c.node) for c in calls) or 'distinct rows'}",

@@ -192,8 +192,9 @@ class Planner:
         if group is not None and group.args.get("all"):
             raise self.error(group, "GROUP BY ALL is not Flink SQL", hint="name the group columns")
         if group is not None and any(group.args.get(k) for k in ("grouping_sets", "cube", "rollup", "totals")):
-            raise self.error(group, "GROUPING SETS, ROLLUP and CUBE are not supported yet",
-                             hint="write one INSERT per grouping")
+            # MySQL's GROUP BY a WITH ROLLUP, Hive's GROUP BY a GROUPING SETS (…) without a comma
+            raise self.error(group, "this form of GROUP BY is not Flink SQL",
+                             hint="write GROUP BY ROLLUP (a, b), CUBE (a, b) or a, GROUPING SETS ((a, b), (a), ())")
 
     # ------------------------------------------------------------------ FROM
     def from_clause(self, first: exp.Expression, joins: list, where: Optional[list] = None) -> Rel:

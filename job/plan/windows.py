@@ -28,7 +28,7 @@ from typing import Optional
 
 from sqlglot import exp
 
-from job.plan import nodes
+from job.plan import grouping_sets, nodes
 from job.plan.event_time import waits
 from job.plan.relation import Field, Rel, flink_key
 from job.plan.window_zone import instant_struct, local_columns, local_time, shown_columns, window_zone
@@ -324,16 +324,19 @@ def plan_window_aggregate(planner, rel: Rel, node: exp.Select) -> Rel:
     if len(plain) < len(keys):
         from job.plan.window_grouping import expand_grouping_sets
 
-        expanded, keys, key_names, hidden = expand_grouping_sets(planner, rel, node, window, keys)
+        expanded, keys, key_names, hidden, groupings = expand_grouping_sets(planner, rel, node, window, keys)
         return window_aggregate(planner, expanded, node, window, keys, rel.window_fields, {}, key_names=key_names,
-                                hidden=hidden)
+                                hidden=hidden, groupings=groupings)
     return window_aggregate(planner, rel, node, window, keys, rel.window_fields, {})
 
 
 def window_aggregate(planner, rel: Rel, node: exp.Select, window: Window, keys: list, window_fields: dict,
-                     replacements: dict, key_names: Optional[dict] = None, hidden: frozenset = frozenset()) -> Rel:
+                     replacements: dict, key_names: Optional[dict] = None, hidden: frozenset = frozenset(),
+                     groupings=None) -> Rel:
     """Spark's windowed aggregation with watermark: append-only, one row per window.
-    ``replacements`` (TUMBLE_START(…) → its window column) apply after the aggregation."""
+    ``replacements`` (TUMBLE_START(…) → its window column) apply after the aggregation.
+    ``groupings``: the grouping sets ``keys`` were expanded for (their number is the key
+    named in ``hidden``); GROUPING() and friends read it."""
     from pyspark.sql import functions as F
 
     from job.plan import native
@@ -409,6 +412,8 @@ def window_aggregate(planner, rel: Rel, node: exp.Select, window: Window, keys: 
             replaced[flink_key(original)] = Typed(f"`{col}`", value.type.nullable_as(True))
         elif isinstance(k, exp.Column) and k.name in hidden:
             out_fields.append(Field("__gid", None, col, v.type))
+            replaced.update(grouping_sets.grouping_replacements(planner, node, groupings, f"`{col}`",
+                                                                always=WINDOW_COLUMNS))
         elif isinstance(k, exp.Column):
             found, _ = tr.scope.resolve_column(k)
             out_fields.append(Field(found.name, found.qualifier, col, v.type))
@@ -417,6 +422,9 @@ def window_aggregate(planner, rel: Rel, node: exp.Select, window: Window, keys: 
             out_fields.append(Field(f"EXPR${len(out_fields)}", None, col, v.type))
             replaced[flink_key(k)] = Typed(f"`{col}`", v.type)
         selected.append(F.col(col))
+    if groupings is None:  # GROUPING(…) of plain keys: 0
+        replaced.update(grouping_sets.grouping_replacements(planner, node, grouping_sets.plain(keys), None,
+                                                            always=WINDOW_COLUMNS))
     for field in agg_fields:
         selected.append(F.col(field.col))
         out_fields.append(field)

@@ -145,6 +145,20 @@ class Flink(Dialect):
                 self.raise_error("Expected END after CASE", self._prev)
             return self.expression(exp.Case(this=subject, ifs=ifs, default=default))
 
+        # ------------------------------------------------------------------ GROUP BY
+        # ROLLUP (…), CUBE (…) and GROUPING SETS (…) take any expression, a comparison too
+        # (``ROLLUP (amount > 4)``), as Flink's; sqlglot reads only arithmetic there.
+        def _parse_cube_or_rollup(self, with_prefix: bool = False):
+            if with_prefix:
+                return super()._parse_cube_or_rollup(with_prefix)
+            kind = exp.Cube if self._match(TokenType.CUBE) else exp.Rollup if self._match(TokenType.ROLLUP) else None
+            if kind is None:
+                return None
+            return self.expression(kind(expressions=self._parse_wrapped_csv(self._parse_disjunction)))
+
+        def _parse_grouping_set(self):
+            return self._parse_grouping_sets() or self._parse_cube_or_rollup() or self._parse_disjunction()
+
         def _parse_null_literal(self, token) -> exp.Expression:
             node = self.expression(exp.Null())
             node.meta.update(line=token.line, col=token.col, start=token.start, end=token.end)

@@ -5,11 +5,19 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from job.sql.flink.functions import AGGREGATE, TABLE, WINDOW, not_supported, planned, scalar
+from job.sql.flink.functions import AGGREGATE, SCALAR, TABLE, WINDOW, not_supported, planned, scalar
 from job.sql.flink.typed import Typed
 
-for _name in ("GROUP_ID", "GROUPING", "GROUPING_ID"):
-    not_supported(_name, "grouping", f"{_name}(…)", why="GROUPING SETS, ROLLUP and CUBE are not supported yet")
+_IN_AGGREGATION = "in the SELECT list or HAVING clause of a GROUP BY query"
+planned("GROUPING", "grouping", "GROUPING(key [, key]*)",
+        "With GROUPING SETS, ROLLUP or CUBE: a bit per key, 1 where the row's grouping leaves the key out (its "
+        "NULL is not a NULL of the data); the first key's bit is the highest. BIGINT NOT NULL.",
+        _IN_AGGREGATION, kind=SCALAR)
+planned("GROUPING_ID", "grouping", "GROUPING_ID(key [, key]*)", "The same bit vector as GROUPING. BIGINT NOT NULL.",
+        _IN_AGGREGATION, kind=SCALAR)
+planned("GROUP_ID", "grouping", "GROUP_ID()",
+        "Which copy of a grouping set written more than once the row belongs to: 0, 1, … BIGINT NOT NULL.",
+        _IN_AGGREGATION, kind=SCALAR)
 
 not_supported("CURRENT_DATABASE", "catalog", "CURRENT_DATABASE()")
 
