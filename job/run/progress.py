@@ -14,7 +14,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from job.run.metrics import OUTPUTS, BatchFigures, OutputCounts, QueryTotals, figures
+from job.plan.sink_watch import OUTPUTS, OutputCounts
+from job.run.metrics import BatchFigures, QueryTotals, figures
 
 
 def format_figures(f: BatchFigures) -> str:
