@@ -45,15 +45,10 @@ def run_operator(spark, spec, df):
     """The engine operator ``spec`` (a job.changelog.specs spec) describes, over ``df``."""
     from job.changelog.specs import to_json
 
-    return _engine_call(spark, spec.operator, df, to_json(spec))
-
-
-def _engine_call(spark, operator: str, df, argument: str):
-    """``Engine.<operator>(df, argument)`` as a Python DataFrame."""
     from pyspark.sql import DataFrame
 
-    jdf = static_call(spark, ENGINE_CLASS, operator, ("org.apache.spark.sql.Dataset", df._jdf),
-                      ("java.lang.String", argument))
+    jdf = static_call(spark, ENGINE_CLASS, spec.operator, ("org.apache.spark.sql.Dataset", df._jdf),
+                      ("java.lang.String", to_json(spec)))
     return DataFrame(jdf, spark)
 
 
@@ -116,8 +111,3 @@ def _java_class(jvm, name: str, loader):
     if name == "boolean":
         return jvm.java.lang.Boolean.TYPE
     return jvm.java.lang.Class.forName(name, True, loader)
-
-
-def number_rows(spark, df, column: str):
-    """``df`` with ``column``: each row's index within its partition (Engine.numberRows)."""
-    return _engine_call(spark, "numberRows", df, column)

@@ -222,6 +222,14 @@ class SessionRows:
     gap_ms: int                  # the session gap
 
 
+@dataclass(frozen=True)
+class NumberRows:
+    """Each row's index within its partition, as one more BIGINT column (stateless): a
+    file split is read in order by one task, so this orders a file's lines (job.connectors.filesystem)."""
+    operator: ClassVar[str] = "numberRows"
+    column: str                  # the output column
+
+
 # ------------------------------------------------------------------ expressions
 
 @dataclass(frozen=True)
@@ -253,7 +261,7 @@ class ScalarFunction:
 
 
 OPERATORS = (Normalize, Aggregate, Join, Materialize, NetChanges, Rank, CurrentWatermark, Over, TemporalJoin,
-             LookupJoin, WindowRank, WindowJoin, SessionRows)
+             LookupJoin, WindowRank, WindowJoin, SessionRows, NumberRows)
 EXPRESSIONS = (JsonDecoding, ScalarFunction)
 PARTS = (SortKey, AggregateCall, JoinSide, ConnectionProperty, DecodedColumn)
 

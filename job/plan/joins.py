@@ -214,10 +214,13 @@ def _join_on_one_key(planner, left: Rel, right: Rel, node: exp.Join) -> Rel:
     rel = regular_join(planner, left_keyed, right_keyed, joined)
     rel = planner.settle(rel)
     rel.fields = [f for f in rel.fields if f.name != tag]
+    # The join node(s) this join added (not its inputs'; found by kind and identity, not by
+    # their wording) join on no key of the query's: say so, and keep no key.
+    inputs = {id(step) for step in left_keyed.steps + right_keyed.steps}
     constant = f"{tag}_l.{tag} = {tag}_r.{tag}"
     rel.steps = [replace(step, text=step.text.replace(constant, "a constant key (every row meets every row: one "
                                                                 "operator instance)"), keys=())
-                 if constant in step.text else step for step in rel.steps]
+                 if step.kind == "join" and id(step) not in inputs else step for step in rel.steps]
     return rel
 
 

@@ -4,9 +4,10 @@ planning them, before anything starts.
 Planning chooses, per INSERT, between Spark's native operators (append-only inputs, no
 join, no GROUP BY other than event-time windows) and the changelog engine, and builds its
 sink. A query opens its own tables (job.plan.sources: the connector's stream, the
-bad-record policy, the end-of-input markers of ``--once``). Starting, watching and
-stopping the queries is the run's (:mod:`job.run`), which lends planning one thing: how
-a sink is watched while it writes (``watch_sink``: output counts, the graceful stop).
+bad-record policy, the end-of-input markers of ``--once``) and writes through a sink
+that counts its output and keeps the graceful stop's gate (job.plan.sink_watch).
+Starting, watching and stopping the queries is the run's (:mod:`job.run`), which reads
+those counts and closes that gate; planning takes nothing from it.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from job.plan.analyze import check_streaming
 from job.plan.nodes import has_engine, is_stateful
 from job.plan.program import Program
 from job.plan.real_time import real_time_setting
+from job.plan.sink_watch import watched_sink
 
 
 @dataclass
@@ -69,10 +71,6 @@ class QueryPlan:
         return choose(self)
 
 
-def unwatched(sink, _key: str):
-    return sink
-
-
 def query_name(program: Program, index: int, table: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "_", f"{program.name}-{index + 1}-{short_name(table)}")
 
@@ -111,19 +109,16 @@ def closing(planner, reading):
     return end_of_input
 
 
-def plan_queries(spark, program: Program, *, checkpoint_dir: str, once: bool = False,
-                 watch_sink: Callable = unwatched, offline: bool = False) -> list[QueryPlan]:
+def plan_queries(spark, program: Program, *, checkpoint_dir: str, once: bool = False, offline: bool = False) -> list[QueryPlan]:
     """Plan (not start) every INSERT's query. ``once``: the sources are read up to what
-    they hold now (``--once``); ``offline``: contact no external system (``--dry-run``);
-    ``watch_sink(sink, key)`` returns the sink to write through."""
+    they hold now (``--once``); ``offline``: contact no external system (``--dry-run``)."""
     plans = []
     for i, insert in enumerate(program.inserts):
         try:
-            plan = plan_insert(spark, program, i, checkpoint_dir=checkpoint_dir, once=once,
-                               watch_sink=watch_sink, offline=offline)
+            plan = plan_insert(spark, program, i, checkpoint_dir=checkpoint_dir, once=once, offline=offline)
             if plan.mode() == "real-time":  # again, with the sources real-time mode accepts
                 plan = plan_insert(spark, program, i, checkpoint_dir=checkpoint_dir, once=once,
-                                   watch_sink=watch_sink, offline=offline, real_time=True)
+                                   offline=offline, real_time=True)
             plans.append(plan)
         except PipelineError as err:
             raise err.located(insert.query_origin, insert.source.text if insert.source else None)
@@ -131,7 +126,7 @@ def plan_queries(spark, program: Program, *, checkpoint_dir: str, once: bool = F
 
 
 def plan_insert(spark, program: Program, index: int, *, checkpoint_dir: str, once: bool = False,
-                watch_sink: Callable = unwatched, offline: bool = False, real_time: bool = False) -> QueryPlan:
+                offline: bool = False, real_time: bool = False) -> QueryPlan:
     from job.plan.sink import plan_sink
 
     insert = program.inserts[index]
@@ -142,7 +137,7 @@ def plan_insert(spark, program: Program, index: int, *, checkpoint_dir: str, onc
     reads = [program.catalog.bound_table(n, "source") for n in sorted(program.reads.get(index, ()))]
     planner, rel, reading = plan_query(spark, program.catalog, program.conf, insert.parsed, checkpoint, tables=reads,
                                        once=once, offline=offline, real_time=real_time)
-    sink = watch_sink(connector.create_sink(SinkContext(spark, table, options, checkpoint, offline=offline)), checkpoint)
+    sink = watched_sink(connector.create_sink(SinkContext(spark, table, options, checkpoint, offline=offline)), checkpoint)
     sink_plan = plan_sink(planner, rel, table, connector, sink, insert.column_names)
     if rel.append_only:
         check_streaming(spark, rel.df, insert.query_origin, insert.query,
@@ -154,12 +149,12 @@ def plan_insert(spark, program: Program, index: int, *, checkpoint_dir: str, onc
     plan.once, plan.real_time_setting = once, real_time_setting(program.conf)
     for j, (dl_table_name, letters) in enumerate(opened.dead_letters):
         plan.dead_letters.append(dead_letter_writer(spark, program, dl_table_name, letters,
-                                                    f"{checkpoint}-dead-letter-{j}", watch_sink, offline))
+                                                    f"{checkpoint}-dead-letter-{j}", offline))
     return plan
 
 
 def dead_letter_writer(spark, program: Program, table_name: str, letters, checkpoint: str,
-                       watch_sink: Callable = unwatched, offline: bool = False):
+                       offline: bool = False):
     from pyspark.sql import functions as F
 
     bound = program.catalog.bound_table(table_name, "sink")
@@ -171,5 +166,5 @@ def dead_letter_writer(spark, program: Program, table_name: str, letters, checkp
     cols = [(letters[c.name] if c.name in letters.columns else
              F.current_timestamp() if "timestamp" in c.spark_type else F.lit(None)).cast(c.spark_type).alias(c.name)
             for c in persisted]
-    sink = watch_sink(connector.create_sink(SinkContext(spark, table, options, checkpoint, offline=offline)), checkpoint)
+    sink = watched_sink(connector.create_sink(SinkContext(spark, table, options, checkpoint, offline=offline)), checkpoint)
     return (f"dead-letter-{short_name(table.name)}", sink.write_stream(letters.select(*cols)), checkpoint)

@@ -18,13 +18,13 @@ with ``@FunctionHint`` or its own type inference, or calls for types the job can
 """
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Optional
 from urllib.parse import urlparse
 
 from job.changelog.jvm import add_jar, static_call
+from job.changelog.replies import EvalMethod, FunctionDescription, from_json
 from job.changelog.specs import ScalarFunction, to_json
 from job.errors import PipelineError
 from job.sql.flink.functions.user import MAX_ARGS, Overload, UserFunction, java_type
@@ -68,54 +68,53 @@ class PipelineFunctions:
     def _resolve(self, declared) -> UserFunction:
         self._add_jars()
         spark = self.spark
-        described = json.loads(static_call(spark, BRIDGE, "describe", (SESSION, spark._jsparkSession),
-                                           ("java.lang.String", declared.class_name)))
+        described = from_json(FunctionDescription, static_call(
+            spark, BRIDGE, "describe", (SESSION, spark._jsparkSession), ("java.lang.String", declared.class_name)))
         what = f"function '{declared.name}'"
-        if "missing" in described:
-            raise PipelineError(f"{what}: class '{declared.class_name}' cannot be loaded ({described['missing']})",
+        if described.missing is not None:
+            raise PipelineError(f"{what}: class '{declared.class_name}' cannot be loaded ({described.missing})",
                                 hint="give its jar with USING JAR '…', ADD JAR '…' or SET 'pipeline.jars'")
-        kind = described["kind"]
+        kind = described.kind
         if kind != "scalar":
             raise PipelineError(
                 f"{what}: {declared.class_name} is " + (f"a Flink {kind} function, which the job does not run yet"
                                                         if kind != "other" else "not a Flink function class"),
                 hint="a class extending org.apache.flink.table.functions.ScalarFunction runs on the job")
-        for flag, why in (("abstract", "the class is abstract"),
-                          ("function_hint", "its types are declared with @FunctionHint, which the job does not read "
-                                            "yet"),
-                          ("custom_inference", "it declares its own type inference (getTypeInference, "
-                                               "getResultType), which the job does not run yet")):
-            if described.get(flag):
+        for flag, why in ((described.abstract_class, "the class is abstract"),
+                          (described.function_hint, "its types are declared with @FunctionHint, which the job "
+                                                    "does not read yet"),
+                          (described.custom_inference, "it declares its own type inference (getTypeInference, "
+                                                       "getResultType), which the job does not run yet")):
+            if flag:
                 raise PipelineError(f"{what} ({declared.class_name}): {why}")
-        if "no_instance" in described:
+        if described.no_instance is not None:
             raise PipelineError(f"{what}: {declared.class_name} cannot be instantiated with no arguments "
-                                f"({described['no_instance']})")
+                                f"({described.no_instance})")
         overloads = tuple(self._overload(declared, i, e) for i, e in enumerate(sorted(
-            described["evals"], key=lambda e: e["method"])))
+            described.evals, key=lambda e: e.method)))
         if not overloads:
             raise PipelineError(f"{what}: {declared.class_name} has no public eval method")
-        deterministic = bool(described["deterministic"])
+        deterministic = described.deterministic
         return UserFunction(declared.name, declared.class_name, declared.system, overloads,
                             register=lambda overload: self._register(declared, overload, deterministic))
 
     @staticmethod
-    def _overload(declared, index: int, described: dict) -> Overload:
-        params = described["params"]
+    def _overload(declared, index: int, described: EvalMethod) -> Overload:
+        params = described.params
         spark_name = "flink_udf_" + re.sub(r"\W", "_", declared.class_name) + f"_{index}"
-        base = dict(method=described["method"], arity=len(params), spark_name=spark_name,
-                    varargs=bool(described["varargs"]))
-        if described["varargs"]:
-            return Overload(**base, refusal=f"eval with variable arguments ({described['method']}) is not "
+        base = dict(method=described.method, arity=len(params), spark_name=spark_name, varargs=described.varargs)
+        if described.varargs:
+            return Overload(**base, refusal=f"eval with variable arguments ({described.method}) is not "
                                             f"supported yet")
-        if described.get("function_hint"):
-            return Overload(**base, refusal=f"eval with @FunctionHint ({described['method']}) is not supported yet")
+        if described.function_hint:
+            return Overload(**base, refusal=f"eval with @FunctionHint ({described.method}) is not supported yet")
         if len(params) > MAX_ARGS or not params:
             return Overload(**base, refusal=f"eval of {len(params)} arguments is not supported (1 to {MAX_ARGS})")
         try:
-            types = tuple(java_type(p["class"], p["hint"], f"parameter {i + 1} of {described['method']}")
+            types = tuple(java_type(p.class_name, p.hint, f"parameter {i + 1} of {described.method}")
                           for i, p in enumerate(params))
-            result = java_type(described["returns"]["class"], described["returns"]["hint"],
-                               f"the result of {described['method']}")
+            result = java_type(described.returns.class_name, described.returns.hint,
+                               f"the result of {described.method}")
         except ValueError as exc:
             return Overload(**base, refusal=str(exc))
         return Overload(**base, params=types, result=result)

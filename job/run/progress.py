@@ -14,7 +14,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from job.run.metrics import OUTPUTS, BatchFigures, OutputCounts, QueryTotals, figures
+from job.plan.sink_watch import OUTPUTS, OutputCounts
+from job.run.metrics import BatchFigures, QueryTotals, figures
 
 
 def format_figures(f: BatchFigures) -> str:
@@ -72,7 +73,8 @@ class ProgressReporter:
     def attach(cls, spark, out, **kwargs) -> "ProgressReporter":
         """Report the session's streaming queries from now on. Spark's events are queued in
         the JVM (the engine's ProgressQueue: a Python listener costs dozens of py4j calls per
-        batch) and taken, in order, by a thread of this reporter."""
+        batch) and taken, in order, by a thread of this reporter, each a typed
+        job.changelog.replies.QueryEvent. Registering passes the session only: no spec."""
         from job.changelog.jvm import static_call
 
         reporter = cls(out, **kwargs)
@@ -83,6 +85,8 @@ class ProgressReporter:
         return reporter
 
     def _take_events(self) -> None:
+        from job.changelog.replies import QueryEvent, from_json
+
         queue = self.listener
         while not self.closing.is_set():
             try:
@@ -91,20 +95,19 @@ class ProgressReporter:
                 return
             if text is None:
                 continue
-            event = json.loads(text)
-            kind, data = event["event"], event["data"]
-            if kind == "closed":  # detach() unregistered the listener: nothing more will come
+            event = from_json(QueryEvent, text)
+            if event.kind == "closed":  # detach() unregistered the listener: nothing more will come
                 return
-            if kind == "started":
-                self.names_by_id[data["id"]] = data["name"]
-            elif kind == "progress":
+            if event.kind == "started":
+                self.names_by_id[event.id] = event.name
+            elif event.kind == "progress":
                 try:
-                    self.on_progress(data)
+                    self.on_progress(json.loads(event.progress))
                 except Exception as exc:  # noqa: BLE001 - a report must never stop the job
                     print(f"streamsql: could not report progress: {exc}", file=self.out, flush=True)
-            elif kind == "terminated":
+            elif event.kind == "terminated":
                 with self.changed:
-                    self.terminated.add(self.names_by_id.get(data["id"], data["id"]))
+                    self.terminated.add(self.names_by_id.get(event.id, event.id))
                     self.changed.notify_all()
 
     def watch(self, names, sink_keys: Optional[dict] = None) -> None:

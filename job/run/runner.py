@@ -114,15 +114,13 @@ def _run(options: RunOptions, out, err, masker: Masker, program=None) -> int:
 
     from job.plan.explain import explain_json, explain_lines
     from job.plan.queries import plan_queries
-    from job.run.metrics import instrument_sink
     from job.run.session import build_session, catalog_conf
 
     conf = {**program.conf, **catalog_conf(program, options.dry_run)}
     spark = build_session(program.name, session_conf(conf, options.verbose), verbose=options.verbose,
                           master=options.master)
     quiet_jvm_logs(spark, options.verbose)
-    plans = plan_queries(spark, program, checkpoint_dir=checkpoint_dir, offline=options.dry_run, once=options.once,
-                         watch_sink=instrument_sink)
+    plans = plan_queries(spark, program, checkpoint_dir=checkpoint_dir, offline=options.dry_run, once=options.once)
     from job.run.compat import check_checkpoints
 
     # A checkpoint written by an incompatible version of a query: refuse before running.
@@ -196,7 +194,7 @@ def execute(spark, program, plans, options: RunOptions, err) -> int:
                     supervise(closing, stop, options.stop_timeout, sink_keys, watchdog=watchdog, restarter=restarter)
         status = "stopped" if stop.requested else "ok"
     finally:
-        from job.run.metrics import STOP_GATE
+        from job.plan.sink_watch import STOP_GATE
 
         STOP_GATE.open(sink_keys.values())
         watchdog.stop()

@@ -166,12 +166,12 @@ def stop_at_batch_boundary(queries, timeout: float, sink_keys: dict) -> set:
     finish — its sink writes complete and its offsets committed — each query is stopped
     only when its trigger is idle or the batch that was running has been committed.
     Batches start back to back while data is waiting, so the one after it may already
-    have begun: the stop gate (``job.run.metrics.STOP_GATE``) keeps it from writing to a
+    have begun: the stop gate (``job.plan.sink_watch.STOP_GATE``) keeps it from writing to a
     ``foreachBatch`` sink, and ``stop()`` cancels the rest of it. After ``timeout``
     seconds a query is stopped regardless. Returns the names of the queries it stopped
     while they were still running.
     """
-    from job.run.metrics import STOP_GATE
+    from job.plan.sink_watch import STOP_GATE
 
     deadline = time.monotonic() + timeout
     targets = {}
@@ -200,7 +200,7 @@ def stop_at_batch_boundary(queries, timeout: float, sink_keys: dict) -> set:
 
 def is_interruption(exc) -> bool:
     """True for the ways a query ends when we stop it: the stop gate, an interrupt."""
-    from job.run.metrics import STOP_MARKER
+    from job.plan.sink_watch import STOP_MARKER
 
     text = str(getattr(exc, "desc", exc))
     return any(s in text for s in (STOP_MARKER, "InterruptedException", "InterruptedIOException", "ClosedByInterruptException",

@@ -1,6 +1,7 @@
-"""The typed contract between the planner and the engine (job/changelog/specs.py and
-engine/…/spec/*.java): both sides know the same fields of every operator's spec, a spec
-written by Python is read by Java field for field, and the engine's column names agree
+"""The typed contract between the planner and the engine (job/changelog/specs.py,
+job/changelog/replies.py and engine/…/spec/*.java): both sides know the same fields of
+every operator's spec and every reply, a spec written by Python is read by Java field for
+field (a reply written by Java read by Python), and the engine's column names agree
 (job/changelog/columns.py and engine/…/Columns.java)."""
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import typing
 
 import pytest
 
-from job.changelog import columns, specs
+from job.changelog import columns, replies, specs
 from job.changelog.jvm import _engine_class, static_call
 
 SPECS_CLASS = "streamsql.engine.spec.Specs"
@@ -30,7 +31,7 @@ def kind(hint) -> str:
 
 def python_schema() -> dict:
     out = {}
-    for cls in specs.OPERATORS + specs.EXPRESSIONS + specs.PARTS:
+    for cls in specs.OPERATORS + specs.EXPRESSIONS + replies.REPLIES + specs.PARTS + replies.PARTS:
         hints = typing.get_type_hints(cls)
         out[cls.__name__] = {f.name: kind(hints[f.name]) for f in dataclasses.fields(cls)}
     return out
@@ -75,6 +76,23 @@ def test_a_spec_written_by_python_is_read_by_java_field_for_field(spark, cls):
                        ("java.lang.Class", record))
     back = json.loads(static_call(spark, SPECS_CLASS, "write", ("java.lang.Record", read)))
     assert back == json.loads(specs.to_json(spec))
+
+
+@pytest.mark.parametrize("cls", replies.REPLIES, ids=lambda c: c.__name__)
+def test_a_reply_written_by_java_is_read_by_python_field_for_field(spark, cls):
+    reply = example(cls)
+    loader, record = _engine_class(spark, f"streamsql.engine.spec.{cls.__name__}")
+    read = static_call(spark, SPECS_CLASS, "read", ("java.lang.String", json.dumps(dataclasses.asdict(reply))),
+                       ("java.lang.Class", record))
+    assert replies.from_json(cls, static_call(spark, SPECS_CLASS, "write", ("java.lang.Record", read))) == reply
+
+
+def test_python_refuses_a_reply_with_a_field_it_does_not_know_or_lacks():
+    good = {"kind": "closed", "id": None, "name": None, "progress": None}
+    assert replies.from_json(replies.QueryEvent, json.dumps(good)) == replies.QueryEvent("closed", None, None, None)
+    for bad in ({**good, "run_id": "r"}, {"kind": "closed"}, {**good, "kind": 3}):
+        with pytest.raises(ValueError, match="malformed"):
+            replies.from_json(replies.QueryEvent, json.dumps(bad))
 
 
 def test_java_refuses_a_spec_with_a_field_it_does_not_know_or_lacks(spark):

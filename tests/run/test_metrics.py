@@ -7,7 +7,8 @@ import urllib.request
 
 import pytest
 
-from job.run.metrics import MetricsFile, OutputCounts, PrometheusExporter, QueryTotals, figures
+from job.plan.sink_watch import OutputCounts
+from job.run.metrics import MetricsFile, PrometheusExporter, QueryTotals, figures
 from job.run.progress import ProgressReporter, format_figures
 
 PROGRESS = {

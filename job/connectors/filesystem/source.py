@@ -76,9 +76,10 @@ def _text_source(spark, df, table, options, fmt, ordered: bool = True) -> Source
         # A changelog normalized by key needs its records' order within the file. A split
         # of a file is read in order by one task: its start and the line's index in the
         # task's rows (the engine's row numbers) order the file's lines.
-        from job.changelog.jvm import number_rows
+        from job.changelog.jvm import run_operator
+        from job.changelog.specs import NumberRows
 
-        lines = number_rows(spark, lines, "__rec")
+        lines = run_operator(spark, NumberRows(column="__rec"), lines)
     elif fmt.changelog:
         lines = lines.select("*", F.lit(0).cast("long").alias("__rec"))
     if not fmt.single_column:  # blank lines are not records (raw keeps them: an empty value)

@@ -24,6 +24,7 @@ import streamsql.engine.spec.LookupJoin;
 import streamsql.engine.spec.Materialize;
 import streamsql.engine.spec.NetChanges;
 import streamsql.engine.spec.Normalize;
+import streamsql.engine.spec.NumberRows;
 import streamsql.engine.spec.Over;
 import streamsql.engine.spec.Rank;
 import streamsql.engine.spec.SessionRows;
@@ -209,7 +210,8 @@ public final class Engine {
    * the split's start this gives every record its position in its file, without reading
    * the file whole.
    */
-  public static Dataset<Row> numberRows(Dataset<Row> input, String column) {
+  public static Dataset<Row> numberRows(Dataset<Row> input, String json) {
+    String column = Specs.read(json, NumberRows.class).column();
     StructType schema = input.schema().add(column, DataTypes.LongType, false);
     int width = input.schema().length();
     return input.mapPartitions((org.apache.spark.api.java.function.MapPartitionsFunction<Row, Row>) rows ->

@@ -5,10 +5,12 @@ import java.util.concurrent.TimeUnit;
 
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.streaming.StreamingQueryListener;
+import streamsql.engine.spec.QueryEvent;
+import streamsql.engine.spec.Specs;
 
 /**
  * The session's streaming query events, queued in the JVM for the job's progress reporter
- * (job/run/progress.py) to take one at a time as JSON text.
+ * (job/run/progress.py) to take one at a time, each a {@link QueryEvent} as JSON.
  *
  * <p>A Python {@code StreamingQueryListener} is called back through py4j on Spark's listener
  * thread, and PySpark then rebuilds the progress object with dozens of calls back into the
@@ -36,32 +38,43 @@ public final class ProgressQueue extends StreamingQueryListener {
    *  (after any events still queued), so a run does not wait out a poll's timeout to end. */
   public void unregister() {
     spark.streams().removeListener(this);
-    events.add(tagged("closed", "{}"));
+    events.add(Specs.write(closed()));
   }
 
-  /** The next event as JSON ({@code {"event": "started"|"progress"|"terminated", "data": …}}),
-   *  or null when none came within {@code timeoutMs}. */
+  /** The next event ({@link QueryEvent} as JSON), or null when none came within {@code timeoutMs}. */
   public String poll(long timeoutMs) throws InterruptedException {
     return events.poll(timeoutMs, TimeUnit.MILLISECONDS);
   }
 
   @Override
   public void onQueryStarted(QueryStartedEvent event) {
-    events.add(tagged("started", event.json()));
+    events.add(Specs.write(started(event)));
   }
 
   @Override
   public void onQueryProgress(QueryProgressEvent event) {
-    events.add(tagged("progress", event.progress().json()));
+    events.add(Specs.write(progress(event)));
   }
 
   @Override
   public void onQueryTerminated(QueryTerminatedEvent event) {
-    events.add(tagged("terminated", event.json()));
+    events.add(Specs.write(terminated(event)));
   }
 
-  /** {@code {"event": kind, "data": json}}: Spark's own JSON of the event. */
-  private static String tagged(String kind, String json) {
-    return "{\"event\": \"" + kind + "\", \"data\": " + json + "}";
+  static QueryEvent started(QueryStartedEvent event) {
+    return new QueryEvent("started", event.id().toString(), event.name(), null);
+  }
+
+  static QueryEvent progress(QueryProgressEvent event) {
+    return new QueryEvent("progress", event.progress().id().toString(), event.progress().name(),
+        event.progress().json());
+  }
+
+  static QueryEvent terminated(QueryTerminatedEvent event) {
+    return new QueryEvent("terminated", event.id().toString(), null, null);
+  }
+
+  static QueryEvent closed() {
+    return new QueryEvent("closed", null, null, null);
   }
 }

@@ -28,11 +28,13 @@ public final class Specs {
   /** The operators' records, the expressions', then the records they are made of (as specs.py lists them). */
   public static final List<Class<? extends Record>> OPERATORS = List.of(Normalize.class, Aggregate.class, Join.class,
       Materialize.class, NetChanges.class, Rank.class, CurrentWatermark.class, Over.class, TemporalJoin.class,
-      LookupJoin.class, WindowRank.class, WindowJoin.class, SessionRows.class);
+      LookupJoin.class, WindowRank.class, WindowJoin.class, SessionRows.class, NumberRows.class);
   /** What the engine's column expressions read (not operators). */
   public static final List<Class<? extends Record>> EXPRESSIONS = List.of(JsonDecoding.class, ScalarFunction.class);
+  /** What the engine answers the planner and the run (job/changelog/replies.py), not specs it reads. */
+  public static final List<Class<? extends Record>> REPLIES = List.of(FunctionDescription.class, QueryEvent.class);
   public static final List<Class<? extends Record>> PARTS = List.of(SortKey.class, AggregateCall.class,
-      JoinSide.class, ConnectionProperty.class, DecodedColumn.class);
+      JoinSide.class, ConnectionProperty.class, DecodedColumn.class, EvalMethod.class, JavaValue.class);
 
   private static final ObjectMapper JSON = JsonMapper.builder()
       .propertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE)
@@ -51,7 +53,7 @@ public final class Specs {
     }
   }
 
-  /** A spec as JSON, as the planner writes it (for the engine's tests). */
+  /** A spec as JSON, as the planner writes it; a reply as the engine hands it back. */
   public static String write(Record spec) {
     try {
       return JSON.writeValueAsString(spec);
@@ -67,7 +69,7 @@ public final class Specs {
    */
   public static String schema() {
     Map<String, Map<String, String>> out = new LinkedHashMap<>();
-    for (List<Class<? extends Record>> group : List.of(OPERATORS, EXPRESSIONS, PARTS)) {
+    for (List<Class<? extends Record>> group : List.of(OPERATORS, EXPRESSIONS, REPLIES, PARTS)) {
       for (Class<? extends Record> type : group) {
         Map<String, String> fields = new LinkedHashMap<>();
         for (RecordComponent c : type.getRecordComponents()) {

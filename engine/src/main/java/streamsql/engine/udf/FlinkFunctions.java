@@ -1,11 +1,10 @@
 package streamsql.engine.udf;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.lang.annotation.Annotation;
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
+import java.util.ArrayList;
+import java.util.List;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.api.java.UDF1;
 import org.apache.spark.sql.api.java.UDF10;
@@ -20,6 +19,9 @@ import org.apache.spark.sql.api.java.UDF9;
 import org.apache.spark.sql.expressions.UserDefinedFunction;
 import org.apache.spark.sql.functions;
 import org.apache.spark.sql.types.DataType;
+import streamsql.engine.spec.EvalMethod;
+import streamsql.engine.spec.FunctionDescription;
+import streamsql.engine.spec.JavaValue;
 import streamsql.engine.spec.ScalarFunction;
 import streamsql.engine.spec.Specs;
 
@@ -39,7 +41,6 @@ public final class FlinkFunctions {
   private FlinkFunctions() {}
 
   static final String FLINK = "org.apache.flink.table.functions.";
-  private static final ObjectMapper JSON = new ObjectMapper();
 
   /** The class loader that sees the jars added to the session (ADD JAR). */
   static ClassLoader loader(SparkSession spark) {
@@ -47,58 +48,52 @@ public final class FlinkFunctions {
   }
 
   /**
-   * The class as JSON: {@code {"kind": "scalar" | "table" | "aggregate" | "table aggregate" |
-   * "async scalar" | "async table" | "process table" | "other", "custom_inference": bool,
-   * "function_hint": bool, "deterministic": bool, "evals": [{"method": signature, "varargs": bool,
-   * "params": [{"class", "hint"}], "returns": {"class", "hint"}}]}}, or {@code {"missing": message}}
-   * when the class cannot be loaded.
+   * What the class is, as a {@link FunctionDescription} in JSON (Specs.write): the planner
+   * reads it into its dataclass of the same name (job/changelog/replies.py).
    */
-  public static String describe(SparkSession spark, String className) throws Exception {
-    ObjectNode out = JSON.createObjectNode();
+  public static String describe(SparkSession spark, String className) throws ReflectiveOperationException {
+    return Specs.write(describe(loader(spark), className));
+  }
+
+  /** What the class of this name is, as {@code loader} finds it. */
+  static FunctionDescription describe(ClassLoader loader, String className) throws ReflectiveOperationException {
     Class<?> cls;
     try {
-      cls = Class.forName(className, true, loader(spark));
+      cls = Class.forName(className, true, loader);
     } catch (ClassNotFoundException | LinkageError e) {
-      out.put("missing", e.toString());
-      return out.toString();
+      return FunctionDescription.missing(e.toString());
     }
-    out.put("kind", kind(cls));
-    out.put("function_hint", hasAnnotation(cls.getAnnotations(), "FunctionHint")
-        || hasAnnotation(cls.getAnnotations(), "FunctionHints"));
-    out.put("custom_inference", overridden(cls, "getTypeInference") || overridden(cls, "getResultType")
-        || overridden(cls, "getParameterTypes"));
-    out.put("abstract", Modifier.isAbstract(cls.getModifiers()));
     boolean deterministic = true;
+    String noInstance = null;
     try {
       Object instance = cls.getDeclaredConstructor().newInstance();
       deterministic = (Boolean) cls.getMethod("isDeterministic").invoke(instance);
     } catch (ReflectiveOperationException | ClassCastException e) {
-      out.put("no_instance", e.toString());
+      noInstance = e.toString();
     }
-    out.put("deterministic", deterministic);
-    ArrayNode evals = out.putArray("evals");
+    List<EvalMethod> evals = new ArrayList<>();
     for (Method m : cls.getMethods()) {
       if (!m.getName().equals("eval") || Modifier.isStatic(m.getModifiers())) {
         continue;
       }
-      ObjectNode e = evals.addObject();
-      e.put("method", m.toGenericString());
-      e.put("varargs", m.isVarArgs());
-      e.put("function_hint", hasAnnotation(m.getAnnotations(), "FunctionHint")
-          || hasAnnotation(m.getAnnotations(), "FunctionHints"));
-      ArrayNode params = e.putArray("params");
+      List<JavaValue> params = new ArrayList<>();
       Annotation[][] hints = m.getParameterAnnotations();
       Class<?>[] types = m.getParameterTypes();
       for (int i = 0; i < types.length; i++) {
-        ObjectNode p = params.addObject();
-        p.put("class", types[i].getName());
-        p.put("hint", hint(hints[i]));
+        params.add(new JavaValue(types[i].getName(), hint(hints[i])));
       }
-      ObjectNode r = e.putObject("returns");
-      r.put("class", m.getReturnType().getName());
-      r.put("hint", hint(m.getAnnotations()));
+      evals.add(new EvalMethod(m.toGenericString(), m.isVarArgs(), functionHint(m.getAnnotations()), params,
+          new JavaValue(m.getReturnType().getName(), hint(m.getAnnotations()))));
     }
-    return out.toString();
+    return new FunctionDescription(kind(cls), null, noInstance, Modifier.isAbstract(cls.getModifiers()),
+        functionHint(cls.getAnnotations()),
+        overridden(cls, "getTypeInference") || overridden(cls, "getResultType")
+            || overridden(cls, "getParameterTypes"),
+        deterministic, evals);
+  }
+
+  private static boolean functionHint(Annotation[] annotations) {
+    return hasAnnotation(annotations, "FunctionHint") || hasAnnotation(annotations, "FunctionHints");
   }
 
   /**
