@@ -3,11 +3,9 @@ operator each part runs on, and what is refused by name, where the user wrote it
 before anything runs."""
 from __future__ import annotations
 
-import io
-
 import pytest
 
-from job.api import RunOptions, run
+from tests.support import dry_runs
 
 TABLES = """
 CREATE TABLE orders (id INT, uid STRING, amount INT, ts TIMESTAMP(3), p AS PROCTIME(),
@@ -27,9 +25,7 @@ CREATE TABLE out_rows (a STRING, b STRING, c STRING) WITH ('connector' = 'blackh
 
 
 def dry_run(query: str) -> tuple[int, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = run(RunOptions(statements=[TABLES, f"INSERT INTO out_rows {query}"], dry_run=True), out=out, err=err)
-    return code, out.getvalue() + err.getvalue()
+    return dry_runs.dry_run(TABLES, query)
 
 
 @pytest.mark.parametrize("query, operator", [
@@ -88,8 +84,4 @@ def test_explain_names_the_operator(spark, query, operator):
 ])
 def test_refused_by_name_at_the_users_position(spark, query, at, message):
     """``at``: the text the error points at (its line:col in the INSERT statement)."""
-    code, text = dry_run(query)
-    assert code == 2, text
-    assert message in text, text
-    column = f"INSERT INTO out_rows {query}".index(at) + 1
-    assert f":1:{column}:" in text, text
+    dry_runs.assert_refused_at(TABLES, query, at, message)

@@ -4,12 +4,10 @@ aggregation, stream-stream join, explode) or a stateless step — for every feat
 what runs on processing time is refused by name (Nexmark q12, q13)."""
 from __future__ import annotations
 
-import io
-
 import pytest
 
-from job.run.runner import RunOptions, run
 from tests.plan.test_event_time_plans import TABLES
+from tests.support import dry_runs
 
 MORE_TABLES = TABLES + """
 CREATE TABLE tags (id INT, arr ARRAY<STRING>, ts TIMESTAMP(3), WATERMARK FOR ts AS ts)
@@ -19,9 +17,7 @@ CREATE VIEW timed AS SELECT *, PROCTIME() AS pt FROM ships;
 
 
 def dry_run(query: str) -> tuple[int, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = run(RunOptions(statements=[MORE_TABLES, f"INSERT INTO out_rows {query}"], dry_run=True), out=out, err=err)
-    return code, out.getvalue() + err.getvalue()
+    return dry_runs.dry_run(MORE_TABLES, query)
 
 
 TUMBLE = "TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE))"
@@ -114,11 +110,7 @@ def test_every_feature_names_its_operator(spark, query, operators):
      "Processing-time temporal join is not supported yet"),
 ])
 def test_processing_time_is_refused_by_name(spark, query, at, message):
-    code, text = dry_run(query)
-    assert code == 2, text
-    assert message in text, text
-    column = f"INSERT INTO out_rows {query}".index(at) + 1
-    assert f":1:{column}:" in text, text
+    dry_runs.assert_refused_at(MORE_TABLES, query, at, message)
 
 
 @pytest.mark.parametrize("query, message", [

@@ -5,14 +5,12 @@ nothing is read). Their rows are compared with Flink's in
 tests/flink/cases/grouping_sets.yaml."""
 from __future__ import annotations
 
-import io
-
 import pytest
 
-from job.api import RunOptions, run
 from job.errors import Origin
 from job.plan import grouping_sets
 from job.sql.flink.query import parse_query
+from tests.support import dry_runs
 
 TABLES = """
 CREATE TABLE sales (region STRING, cat STRING, amount INT, ts TIMESTAMP(3),
@@ -25,9 +23,7 @@ CREATE TABLE out_rows (a STRING, b STRING, c BIGINT) WITH ('connector' = 'blackh
 
 
 def dry_run(query: str) -> tuple[int, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = run(RunOptions(statements=[TABLES, f"INSERT INTO out_rows {query}"], dry_run=True), out=out, err=err)
-    return code, out.getvalue() + err.getvalue()
+    return dry_runs.dry_run(TABLES, query)
 
 
 def groupings(group_by: str) -> list[tuple]:
@@ -73,8 +69,4 @@ def test_each_row_is_copied_once_per_grouping(spark, query, step):
      "this form of GROUP BY is not Flink SQL"),
 ])
 def test_refused_by_name_at_the_users_position(spark, query, at, message):
-    code, text = dry_run(query)
-    assert code == 2, text
-    assert message in text, text
-    column = f"INSERT INTO out_rows {query}".index(at) + 1
-    assert f":1:{column}:" in text, text
+    dry_runs.assert_refused_at(TABLES, query, at, message)
