@@ -6,7 +6,7 @@ recognised through the function library (:func:`job.sql.flink.functions.is_aggre
 their result types follow Flink (``AVG`` of an INT is an INT, ``SUM`` of DECIMAL(p, s) is
 DECIMAL(38, s), ``COUNT`` is BIGINT NOT NULL), and their arguments are translated like any
 expression. Windowed aggregation (window TVFs, legacy group windows) is planned by
-:mod:`job.plan.windows`.
+:mod:`job.plan.window_aggregate`.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ ORDER_DEPENDENT = {"listagg", "first_value", "last_value", "array_agg", "array_a
 
 
 def plan_aggregate(planner, rel: Rel, node: exp.Select) -> Rel:
-    from job.plan import windows
+    from job.plan import window_aggregate as windows
 
     group = node.args.get("group")
     if group is not None:

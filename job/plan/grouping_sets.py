@@ -2,7 +2,7 @@
 GROUPING(), GROUPING_ID() and GROUP_ID() say about each.
 
 Both aggregations read this: the group aggregation (:mod:`job.plan.aggregates`, over
-append-only and updating input) and the window aggregation (:mod:`job.plan.windows`).
+append-only and updating input) and the window aggregation (:mod:`job.plan.window_aggregate`).
 Each input row, with its changelog sign, is copied once per grouping (a *variant*), the
 keys outside the variant's set NULL and the variant's number in a hidden key column, and
 the copies are aggregated by (variant, keys) like any GROUP BY: retractions flow through
