@@ -116,7 +116,7 @@ MAIN="$ROOT/job/main.py"
 # --- jars -------------------------------------------------------------------------------
 # Cheap when up to date (compares a pom hash); fetches with Maven on first use / pom change.
 "$ROOT/scripts/jars.sh" spark --quiet
-JARS="$(find "$ROOT/jars/spark" -maxdepth 1 -name '*.jar' | sort | paste -sd, -)"
+JARS="$(find -H "$ROOT/jars/spark" -maxdepth 1 -name '*.jar' | sort | paste -sd, -)"  # -H: jars/spark may be a link
 [[ -n "$JARS" ]] || die "no jars in jars/spark (scripts/jars.sh spark --force)"
 # The changelog engine's operators (engine/, built by scripts/build_engine.sh against the
 # PySpark of $STREAMSQL_VENV).
