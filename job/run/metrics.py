@@ -8,12 +8,8 @@ file (``--metrics-file``) and the Prometheus endpoint (``--metrics-port``) all s
 same figures.
 
 Output rows: Spark reports them only for some sinks (``sink.numOutputRows`` is -1 for
-``foreachBatch``), so the sink the plan writes through (job.plan.sink_watch) counts them on the way into the sink — a
-streaming observation (``streamsql_output``) on append-only writes, computed by the write
-itself; for change writes, a count per ``__op`` of the cached micro-batch (upserts =
-``+I``/``+U``, deletes = ``-D``): one small extra job per batch. A batch ``Observation``
-would be free but never completes when the sink writes through Spark's batch Kafka
-writer, whose execution is nested in another.
+``foreachBatch``), so the sink the plan writes through counts them (job.plan.sink_watch
+says how); :func:`figures` reads those counts.
 """
 from __future__ import annotations
 

@@ -275,11 +275,6 @@ class FlinkRun:
             self.proc.wait()
 
 
-def run_flink(cases: list[Case], cache: bool = True) -> dict[str, dict]:
-    """Flink's result for each case, by case id (see :class:`FlinkRun`)."""
-    return FlinkRun(cases, cache).results()
-
-
 @dataclass
 class Outcome:
     status: str          # same | different | refused | error | flink-rejects

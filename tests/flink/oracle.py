@@ -37,9 +37,9 @@ KINDS = {"INSERT": "+I", "UPDATE_BEFORE": "-U", "UPDATE_AFTER": "+U", "DELETE": 
 FLAKE = "metadataHandlerProvider"
 
 
-def run_case(case: dict, attempts: int = 3) -> dict:
+def run_case(case: dict, cluster_port: int, attempts: int = 3) -> dict:
     for _ in range(attempts):
-        result = run_case_once(case)
+        result = run_case_once(case, cluster_port)
         if FLAKE not in result.get("error", ""):
             break
     return result
@@ -54,9 +54,8 @@ def shared_cluster() -> int:
     alone, in its own TableEnvironment."""
     from pyflink.java_gateway import get_gateway
 
-    gateway = get_gateway()
-    jvm = gateway.jvm
-    options = gateway.jvm.java.util.HashMap()
+    jvm = get_gateway().jvm
+    options = jvm.java.util.HashMap()
     options.put("rest.bind-address", "127.0.0.1")
     options.put("rest.address", "127.0.0.1")
     options.put("rest.port", "0")  # any free port: 8081 may be taken
@@ -70,18 +69,14 @@ def shared_cluster() -> int:
     return cluster.getRestAddress().get().getPort()
 
 
-CLUSTER_PORT: int | None = None
-
-
-def run_case_once(case: dict) -> dict:
+def run_case_once(case: dict, cluster_port: int) -> dict:
     from pyflink.table import EnvironmentSettings, TableEnvironment
 
     env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
     config = env.get_config()
-    if CLUSTER_PORT is not None:
-        config.set("execution.target", "remote")
-        config.set("rest.address", "127.0.0.1")
-        config.set("rest.port", str(CLUSTER_PORT))
+    config.set("execution.target", "remote")  # the shared MiniCluster (shared_cluster)
+    config.set("rest.address", "127.0.0.1")
+    config.set("rest.port", str(cluster_port))
     config.set("parallelism.default", "1")
     config.set("table.local-time-zone", case.get("time_zone", "UTC"))
     try:
@@ -172,12 +167,11 @@ def main() -> int:
     results = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     spec = json.load(sys.stdin)
-    global CLUSTER_PORT
-    CLUSTER_PORT = shared_cluster()
+    cluster_port = shared_cluster()
     out = []
     for case in spec["cases"]:
         started = time.monotonic()
-        out.append(run_case(case))
+        out.append(run_case(case, cluster_port))
         # One line per case on stderr: where a slow or stuck run is, when one is.
         print(f"oracle: {case['name']} {time.monotonic() - started:.1f}s", file=sys.stderr, flush=True)
     json.dump(out, results, default=str)

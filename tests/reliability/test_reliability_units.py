@@ -117,6 +117,9 @@ class FakePlan:
     def __init__(self, name, writer):
         self.name, self.writer, self.dead_letters = name, writer, []
 
+    def mode(self):
+        return "micro-batch"
+
 
 def test_a_transiently_failed_query_is_restarted_and_others_fail_the_run(monkeypatch, capsys):
     import sys
