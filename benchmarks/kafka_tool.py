@@ -61,7 +61,8 @@ def dump(bootstrap: str, topic: str) -> Iterator[tuple[int, int, int, Optional[s
 
 
 def start_rate(bootstrap: str, prefix: str, tables: list[str], rate: int, seconds: float, keys: int,
-               seed: int, log: Path) -> subprocess.Popen:
-    """The fixed-rate producer, started (its JSON summary is the last line of its stdout)."""
+               seed: int, log: Path, events: Optional[Path] = None) -> subprocess.Popen:
+    """The fixed-rate producer, started (its JSON summary is the last line of its stdout);
+    ``events`` gets a line per record it produced (benchmarks/latency_credit.py reads it)."""
     return subprocess.Popen(command("rate", bootstrap, prefix, ",".join(tables), str(rate), str(seconds), str(keys),
-                                    str(seed)), stdout=subprocess.PIPE, stderr=open(log, "ab"), text=True)
+                                    str(seed), *([str(events)] if events else [])), stdout=subprocess.PIPE, stderr=open(log, "ab"), text=True)

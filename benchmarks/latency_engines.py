@@ -21,19 +21,13 @@ by ./spark-submit.sh without --once, Flink by benchmarks/flink_runner.py at para
    at from 3 s after the producer's end, every 2 s: each look starts a JVM), is
    stopped, and the sink topic is read back.
 
-An event's latency is the broker's append time of the first sink record that carries its ts
-as the newest ts of that record, minus ts. Events produced during the warm-up (engine start,
-JIT, the backlog of the first batch) are left out. Tombstones and events whose result was
-overwritten before it was written (two changes of one key in one batch) carry no ts to the
-sink and are not measured: `measured` says how many were. Nor is an event whose ts a sink
-record shows as the newest only after a record of the same key has shown a newer one
-(`overtaken`): its change was written with that newer record, and its ts comes back as
-the newest only when the newer change is undone (the user who raised an account's
-MAX(ts) moves away, a cheese is deleted), seconds later. Counting those as late measured
-the later retraction, not the event: they are the changes a batch merges (2% of the
-job's events at 10k events/s, p99 2,029 ms counting them, 1,138 ms not; Flink writes
-each change on its own and has almost none). `p99_counting_overtaken_ms` keeps the
-figure with them. *kept up*: the engine drained
+An event's latency is the broker's append time of the first sink record that shows its
+change, minus the time the producer made it. Every event produced in the measured window
+counts, tombstones included (benchmarks/latency_credit.py says how each is credited);
+events produced during the warm-up (engine start, JIT, the backlog of the first batch)
+are left out. `measured`: events credited; `unanswered`: events no sink record shows
+(counted with their time to the end of the run); `unaffected`: events that change nothing
+in the sink (a color for a user that does not exist), for which neither engine writes. *kept up*: the engine drained
 within 5 s of the producer's end and its latency did not grow over the window (the last
 quarter's p99 at most twice the first quarter's, or 1 s more). CPU-seconds per event: the
 engine's whole process tree over the measured window / events offered in it.
@@ -52,45 +46,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks import engines, kafka_tool  # noqa: E402
+from benchmarks import engines, kafka_tool, latency_credit  # noqa: E402
 
 PIPELINES = ROOT / "benchmarks" / "pipelines"
 READS = {"count": ["users"], "join": ["users", "colors", "cheeses"]}
-TS_FIELDS = ("ts", "user_ts", "color_ts", "cheese_ts")
 RESULTS = engines.RESULTS / "latency_engines.jsonl"
-
-
-def event_latencies(records, window: tuple[float, float], overtaken: bool = False) -> list[tuple[float, float]]:
-    """(produce time s, latency ms) of each event a sink record first shows as its newest ts.
-
-    ``records`` are (partition, offset, append ms, key, value) in any order; ``window`` the
-    produce times (s) to keep. An event first shown after a newer ts of the same key is
-    left out, unless ``overtaken``: then only those events are returned."""
-    return measured_and_overtaken(records, window)[overtaken]
-
-
-def measured_and_overtaken(records, window: tuple[float, float]) -> tuple[list, list]:
-    """:func:`event_latencies` of both kinds, from one pass over the records."""
-    seen: set[int] = set()
-    highest: dict = {}  # per sink key: the newest ts any of its records has shown
-    out: tuple[list, list] = ([], [])
-    for _p, _o, append_ms, key, value in sorted(records, key=lambda r: (r[2], r[0], r[1])):
-        if value is None:
-            continue
-        row = json.loads(value)
-        stamps = [row[f] for f in TS_FIELDS if row.get(f) is not None]
-        if not stamps:
-            continue
-        newest = max(stamps)
-        was_overtaken = newest < highest.get(key, newest)
-        highest[key] = max(newest, highest.get(key, newest))
-        if newest in seen:
-            continue
-        seen.add(newest)
-        produced = newest / 1e6
-        if window[0] <= produced < window[1]:
-            out[was_overtaken].append((produced, append_ms - newest / 1000))
-    return out
 
 
 def kept_up(samples: list[tuple[float, float]], drain_s: float) -> dict:
@@ -110,12 +70,18 @@ def render(query: str, bootstrap: str, prefix: str) -> str:
             + engines.render((PIPELINES / f"latency_{query}.sql").read_text(), variables))
 
 
-def run_one(a, engine: str, stamp: str) -> dict:
-    prefix = f"lat-{stamp}-{engine}-{a.query}-"
+def job_mode(log: Path) -> str:
+    """Which mode ran the job's query, from its start-up line."""
+    text = log.read_text(errors="replace") if log.exists() else ""
+    return "real-time" if ": real-time mode" in text else "micro-batch"
+
+
+def run_one(a, engine: str, stamp: str, pair: int = 0) -> dict:
+    prefix = f"lat-{stamp}-{pair}-{engine}-{a.query}-"
     for table in ("users", "colors", "cheeses"):
         kafka_tool.create_topic(a.bootstrap, prefix + table, a.partitions)
     kafka_tool.create_topic(a.bootstrap, prefix + "sink", a.partitions, message_timestamp_type="LogAppendTime")
-    run_dir = Path(a.work) / "latency" / stamp / engine
+    run_dir = Path(a.work) / "latency" / stamp / f"{pair}-{engine}"
     run_dir.mkdir(parents=True, exist_ok=True)
     sql_file = run_dir / f"{engine}.sql"
     sets = "".join(f"SET '{k}' = '{v}';\n" for k, v in (s.split("=", 1) for s in a.job_set)) if engine == "job" else ""
@@ -125,7 +91,7 @@ def run_one(a, engine: str, stamp: str) -> dict:
     proc = engines.Measured(cmd, run_dir / f"{engine}.log", engines.engine_env(), engines.engine_cwd(engine))
     started = time.time()
     producer = kafka_tool.start_rate(a.bootstrap, prefix, READS[a.query], a.rate, a.warmup + a.seconds, a.keys,
-                                     a.seed, run_dir / "producer.log")
+                                     a.seed, run_dir / "producer.log", events=run_dir / "events.tsv")
     window_start = started + a.warmup
     time.sleep(max(0.0, window_start - time.time()))
     cpu0 = proc.cpu_now()
@@ -155,25 +121,27 @@ def run_one(a, engine: str, stamp: str) -> dict:
     for key in ("cpu_s", "cpu_user_s", "cpu_sys_s"):  # also counts the producer (reaped here too): see window_cpu_s
         figures.pop(key, None)
     records = list(kafka_tool.dump(a.bootstrap, prefix + "sink"))
-    samples, late = measured_and_overtaken(records, (window_start, fed_until))
     last_append = max((r[2] for r in records), default=0) / 1000
+    credited = latency_credit.credit(a.query, latency_credit.read_events(run_dir / "events.tsv"), records,
+                                     (window_start, fed_until), max(last_append, fed_until))
+    samples = credited.samples
     drain_s = round(max(0.0, last_append - fed_until), 2)
-    lat = [l for _, l in samples]
+    lat = latency_credit.all_latencies(credited, max(last_append, fed_until))
     offered = a.rate * a.seconds
     record = {
         "kind": "latency", "engine": engine, "query": a.query, "rate": a.rate, "keys": a.keys,
         "partitions": a.partitions, "warmup_s": a.warmup, "seconds": a.seconds,
-        "produced": summary, "sink_records": len(records), "measured": len(lat),
+        "produced": summary, "sink_records": len(records), "measured": len(samples),
+        "unanswered": len(credited.unanswered), "unaffected": credited.unaffected,
         "latency_p50_ms": round(engines.percentile(lat, 50)) if lat else None,
         "latency_p99_ms": round(engines.percentile(lat, 99)) if lat else None,
         "latency_max_ms": round(max(lat)) if lat else None,
-        "overtaken": len(late),
-        "p99_counting_overtaken_ms": round(engines.percentile(lat + [l for _, l in late], 99)) if lat else None,
         "drain_s": drain_s, **kept_up(samples, drain_s),
         "window_cpu_s": round(cpu1 - cpu0, 2), "window_s": round(cpu_t1 - cpu_t0, 1),
         "cpu_ms_per_event": round((cpu1 - cpu0) / offered * 1000, 3) if offered else None,
         "engine_run": figures, "machine": {"cores": os.cpu_count()}, "commit": engines.git_commit(),
-        "when": engines.now_utc(), "note": a.note, "round": stamp,
+        "when": engines.now_utc(), "note": a.note, "round": stamp, "pair": pair, "credit": "every event",
+        **({"mode": job_mode(run_dir / f"{engine}.log")} if engine == "job" else {}),
         **({"job_conf": a.job_conf} if engine == "job" and a.job_conf else {}),
         **({"job_set": a.job_set} if engine == "job" and a.job_set else {}),
     }
@@ -200,6 +168,7 @@ def main() -> None:
                    help="a --conf for the job's spark-submit (repeatable), e.g. for an A/B of a setting")
     p.add_argument("--job-set", action="append", default=[], metavar="KEY=VALUE",
                    help="a SET statement for the job's pipeline (repeatable), e.g. streamsql.trigger.interval=500ms")
+    p.add_argument("--pairs", type=int, default=3, help="runs of each engine, interleaved (flink, job, flink, ...)")
     p.add_argument("--note", default="")
     p.add_argument("--results", default=str(RESULTS))
     a = p.parse_args()
@@ -207,10 +176,10 @@ def main() -> None:
     if a.job_rev:
         os.environ["STREAMSQL_JOB_REV"] = a.job_rev
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    for engine in a.engines.split(","):
-        record = run_one(a, engine, stamp)
+    for pair, engine in ((i, e) for i in range(a.pairs) for e in a.engines.split(",")):
+        record = run_one(a, engine, stamp, pair)
         engines.append_jsonl(Path(a.results), record)
-        print(json.dumps({k: record.get(k) for k in ("engine", "query", "rate", "measured", "latency_p50_ms",
+        print(json.dumps({k: record.get(k) for k in ("pair", "engine", "mode", "query", "rate", "measured", "unanswered", "latency_p50_ms",
                                                      "latency_p99_ms", "drain_s", "kept_up", "cpu_ms_per_event",
                                                      "error")}), flush=True)
 

@@ -153,8 +153,47 @@ def overtaken(r: dict) -> str:
 SETTLED_WARMUP_S = 120
 
 
+def spread(values, digits=0) -> str:
+    """Median, and the range when the runs differ: '95 (88–120)'."""
+    values = [v for v in values if v is not None]
+    if not values:
+        return "–"
+    lo, mid, hi = fmt(min(values), digits), fmt(med(values), digits), fmt(max(values), digits)
+    return mid if lo == hi else f"{mid} ({lo}–{hi})"
+
+
 def latency_table(records: list[dict]) -> list[str]:
-    """The newest run per query, rate, engine and kind of window (standard or settled)."""
+    """The newest round per query, rate, kind of window and engine (and the job's mode):
+    medians over its interleaved pairs, with their range, every event counted."""
+    rounds: dict = {}
+    for r in records:
+        rounds.setdefault((r["query"], r["rate"], r.get("warmup_s", 30) >= SETTLED_WARMUP_S), {}).setdefault(
+            r["round"], []).append(r)
+    rows = ["| query | events/s | measured from s | engine (mode) | runs | p50 ms | p99 ms | kept up | events measured "
+            "| unanswered | CPU ms/event | CPU vs Flink | load avg |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for key in sorted(rounds):
+        newest = rounds[key][max(rounds[key])]
+        by_engine: dict = {}
+        for r in newest:
+            by_engine.setdefault((r["engine"], r.get("mode", "")), []).append(r)
+        flink_cpu = med([r.get("cpu_ms_per_event") for r in by_engine.get(("flink", ""), [])])
+        for (engine, mode), runs in sorted(by_engine.items(), key=lambda kv: kv[0][0] != "flink"):
+            cpu = med([r.get("cpu_ms_per_event") for r in runs])
+            ratio = f"{cpu / flink_cpu:.2f}" if engine != "flink" and cpu and flink_cpu else ""
+            kept = sum(bool(r["kept_up"]) for r in runs)
+            rows.append(f"| {key[0]} | {key[1]:,} | {runs[0].get('warmup_s', 30)} | {engine}{f' ({mode})' if mode else ''} "
+                        f"| {len(runs)} | {spread([r['latency_p50_ms'] for r in runs])} "
+                        f"| {spread([r['latency_p99_ms'] for r in runs])} | {kept}/{len(runs)} "
+                        f"| {fmt(med([r['measured'] for r in runs]))} | {fmt(med([r.get('unanswered') for r in runs]))} "
+                        f"| {spread([r.get('cpu_ms_per_event') for r in runs], 3)} | {ratio} "
+                        f"| {load_range([r.get('engine_run', {}) for r in runs])} |")
+    return rows if len(rows) > 2 else ["No latency runs that count every event recorded yet."]
+
+
+def earlier_latency_table(records: list[dict]) -> list[str]:
+    """Runs from before every event counted: the newest per query, rate, engine and kind of
+    window (standard or settled)."""
     latest: dict = {}
     for r in records:
         latest[(r["query"], r["rate"], r.get("warmup_s", 30) >= SETTLED_WARMUP_S, r["engine"])] = r
@@ -261,6 +300,7 @@ def input_table(records: list[dict]) -> list[str]:
 
 
 def build(results: Path) -> str:
+    latency_runs = read_jsonl(results / "latency_engines.jsonl")
     parts = [INTRO,
              "## Throughput (whole processes, interleaved pairs)\n",
              "events/s = events the query reads (the count reads only `users`) ÷ wall seconds from the "
@@ -274,15 +314,20 @@ def build(results: Path) -> str:
              "own result without a sink (Flink's collect(), the job's job.api.collect) against the reference.\n",
              "\n".join(check_table(read_jsonl(results / "check.jsonl"))),
              "\n## Latency on Kafka at a fixed rate\n",
-             "From the produce time carried in each record to the broker's append time of the sink record "
-             "that first shows it (2 partitions, 100k keys). *Overtaken*: events first shown only after a newer "
-             "change of the same sink key, when that change was undone (a batch merges the two changes; these "
-             "measure the later retraction, and are left out of p50 and p99: see `benchmarks/latency_engines.py`). "
-             "CPU ms/event: the engine's whole process tree over the measured window. *Measured from*: the "
-             "window starts that many seconds after the engine's start (the input is fed from the start); "
-             "the newest standard run (30 s) and, where recorded, the newest run measured from 120 s or "
-             "later, when the JIT compilers have mostly settled.\n",
-             "\n".join(latency_table(read_jsonl(results / "latency_engines.jsonl"))),
+             "From the time the producer made each event to the broker's append time of the first sink record "
+             "that shows its change (2 partitions, 100k keys). Every event produced in the measured window "
+             "counts, tombstones and events a later change replaced before it was written included "
+             "(`benchmarks/latency_credit.py`); *unanswered*: events no sink record shows, counted with their "
+             "time to the end of the run. Each engine a whole process, pairs interleaved (Flink, job, Flink, …); "
+             "medians over the newest round's runs with their range. CPU ms/event: the engine's whole process "
+             "tree over the measured window. *Measured from*: the window starts that many seconds after the "
+             "engine's start (the input is fed from the start).\n",
+             "\n".join(latency_table([r for r in latency_runs if r.get("credit") == "every event"])),
+             "\n### Earlier runs: events a batch merged were left out\n",
+             "Before every event counted, an event whose change was replaced before it was written, and every "
+             "tombstone, were left out; *overtaken* events (first shown after a newer change of the same key) "
+             "too. One run per engine.\n",
+             "\n".join(earlier_latency_table([r for r in latency_runs if r.get("credit") != "every event"])),
              "\n## An idle pipeline\n",
              "The seed count over an empty upsert-kafka topic, each engine a whole process, CPU of its process "
              "tree after start-up (`benchmarks/idle.py`).\n",

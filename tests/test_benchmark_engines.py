@@ -5,7 +5,7 @@ import json
 
 from benchmarks import engines, nexmark, summary, throughput
 from benchmarks.job_collect import root_cause
-from benchmarks.latency_engines import event_latencies, kept_up
+from benchmarks.latency_engines import kept_up
 
 
 def test_split_statements_keeps_semicolons_in_quotes_and_drops_comments():
@@ -80,32 +80,51 @@ def test_reference_of_the_seed_queries(tmp_path):
     assert join["u1"]["favoriteColor"] == "red" and join["u2"]["favoriteColor"] is None and "u3" not in join
 
 
-def test_event_latencies_take_each_event_once_as_the_newest_of_its_record():
-    us = 1_000_000_000_000  # 1e6 s after the epoch, in microseconds … as seconds: 1e6
-    records = [
-        (0, 0, 1_000_000_150, "a1", json.dumps({"ts": us + 100_000})),            # event at 1e6+0.1 s, 50 ms
-        (0, 1, 1_000_000_400, "a1", json.dumps({"ts": us + 100_000})),            # the same event again: ignored
-        (1, 0, 1_000_000_900, "u1", json.dumps({"user_ts": us + 200_000, "color_ts": us + 700_000,
-                                                "cheese_ts": None})),             # newest 0.7 s: 200 ms
-        (1, 1, 1_000_001_000, "u2", None),                                        # tombstone
-        (1, 2, 1_000_009_000, "a2", json.dumps({"ts": us + 8_000_000})),          # outside the window
+def test_every_event_is_credited_with_the_first_sink_record_that_shows_it():
+    """The count: an event replaced before it was written is credited with the record of the
+    later change; a tombstone with the record of the account's count after it; an event
+    no record shows is unanswered; a tombstone of a user that does not exist is unaffected."""
+    from benchmarks.latency_credit import Event, all_latencies, credit
+
+    us = 1_000_000_000_000  # 1e6 s after the epoch, in microseconds
+    events = [
+        Event("users", "u1", us + 100_000, "a1", False),   # shown at 150 ms: 50 ms
+        Event("users", "u2", us + 200_000, "a1", False),   # replaced by u3's change in one batch
+        Event("users", "u3", us + 300_000, "a1", False),   # shown at 700 ms: 400 ms (u2: 500 ms)
+        Event("users", "u1", us + 400_000, None, True),    # a1 down to 2 users: shown at 1,000 ms
+        Event("users", "u9", us + 450_000, None, True),    # u9 never existed: changes nothing
+        Event("users", "u4", us + 500_000, "a2", False),   # never shown
+        Event("users", "u5", us + 9_000_000, "a3", False),  # outside the window
     ]
-    got = event_latencies(records, (1e6, 1e6 + 5))
-    assert [(round(t, 3), round(l)) for t, l in got] == [(1e6 + 0.1, 50), (1e6 + 0.7, 200)]
+    records = [
+        (0, 0, 1_000_000_150, "a1", json.dumps({"userCount": 1, "ts": us + 100_000})),
+        (0, 1, 1_000_000_700, "a1", json.dumps({"userCount": 3, "ts": us + 300_000})),
+        (0, 2, 1_000_001_000, "a1", json.dumps({"userCount": 2, "ts": us + 300_000})),
+    ]
+    got = credit("count", events, records, (1e6, 1e6 + 5), end_s=1e6 + 2)
+    assert [(round(t - 1e6, 1), round(l)) for t, l in got.samples] == [(0.1, 50), (0.2, 500), (0.3, 400), (0.4, 600)]
+    assert [round(t - 1e6, 1) for t in got.unanswered] == [0.5] and got.unaffected == 1
+    assert sorted(round(l) for l in all_latencies(got, end_s=1e6 + 2)) == [50, 400, 500, 600, 1500]
 
 
-def test_an_event_first_shown_after_a_newer_one_of_its_key_is_not_measured():
-    """Two changes of one account in one batch: the sink shows the newer ts. When the newer
-    change is undone later, the older ts comes back as the newest: that record measures the
-    retraction, not the event."""
+def test_a_side_change_counts_only_while_its_user_exists():
+    """The join: a color for a user that does not exist changes nothing; once the user
+    exists, a color tombstone is shown by the row losing its color."""
+    from benchmarks.latency_credit import Event, credit
+
     us = 1_000_000_000_000
-    records = [
-        (0, 0, 1_000_000_600, "a1", json.dumps({"ts": us + 300_000})),            # newer event of a1: 300 ms
-        (0, 1, 1_000_004_000, "a1", json.dumps({"ts": us + 100_000})),            # older one comes back: 3.9 s
-        (0, 2, 1_000_004_500, "a2", json.dumps({"ts": us + 100_500})),            # another key, first shown late
+    events = [
+        Event("colors", "u1", us + 100_000, None, False),   # no user u1 yet: unaffected
+        Event("users", "u1", us + 200_000, "a1", False),    # the row appears at 300 ms
+        Event("colors", "u1", us + 400_000, None, True),    # its color goes at 900 ms
+        Event("cheeses", "u2", us + 500_000, None, True),   # nothing to delete: unaffected
     ]
-    assert [round(l) for _, l in event_latencies(records, (1e6, 1e6 + 5))] == [300, 4400]
-    assert [round(l) for _, l in event_latencies(records, (1e6, 1e6 + 5), overtaken=True)] == [3900]
+    records = [
+        (0, 0, 1_000_000_300, "u1", json.dumps({"user_ts": us + 200_000, "color_ts": us + 100_000})),
+        (0, 1, 1_000_000_900, "u1", json.dumps({"user_ts": us + 200_000, "color_ts": None})),
+    ]
+    got = credit("join", events, records, (1e6, 1e6 + 5), end_s=1e6 + 2)
+    assert [round(l) for _, l in got.samples] == [100, 500] and got.unaffected == 2 and not got.unanswered
 
 
 def test_kept_up():

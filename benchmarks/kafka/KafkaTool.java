@@ -31,7 +31,9 @@ import org.apache.kafka.common.serialization.StringSerializer;
  *   load   BOOTSTRAP TOPIC                                 stdin "key\tvalue" lines ("\N" value: tombstone)
  *   load-debezium BOOTSTRAP TOPIC KEY FILE...              Debezium JSON lines as upsert records: key = the
  *                                                          row's KEY field, value = "after" (a delete: tombstone)
- *   rate   BOOTSTRAP PREFIX TABLES RATE SECONDS KEYS SEED  upsert records at a fixed rate, "ts" = produce time
+ *   rate   BOOTSTRAP PREFIX TABLES RATE SECONDS KEYS SEED [EVENTS]  upsert records at a fixed rate, "ts" = produce time;
+ *          EVENTS: a file that gets one line per record, in produce order: "table\tkey\tts\taccountId" (accountId
+ *          of a users record, "-" for a tombstone, empty otherwise)
  *   dump   BOOTSTRAP TOPIC                                 every record up to the current end, as
  *                                                          "partition\toffset\ttimestamp\tkey\tvalue" on stderr-free stdout
  *   ends   BOOTSTRAP TOPIC                                 the summed end offsets
@@ -156,7 +158,11 @@ public class KafkaTool {
         long start = System.nanoTime(), startMs = System.currentTimeMillis();
         long lastMs = -1, inMs = 0, maxBehindNs = 0, tombstones = 0;
         Map<String, Long> perTable = new HashMap<>();
-        try (KafkaProducer<String, String> p = producer(bootstrap, "1", "65536")) {
+        // Every event, tombstones included, so the latency benchmark can credit each one
+        // (benchmarks/latency_credit.py): a tombstone carries no ts of its own.
+        java.io.Writer events = a.length > 8
+                ? new java.io.BufferedWriter(new java.io.FileWriter(a[8]), 1 << 16) : java.io.Writer.nullWriter();
+        try (KafkaProducer<String, String> p = producer(bootstrap, "1", "65536"); events) {
             for (long i = 0; i < total; i++) {
                 long due = start + (long) (i * 1e9 / rate);
                 long now = System.nanoTime();
@@ -179,12 +185,14 @@ public class KafkaTool {
                     inMs = 0;
                 }
                 long ts = ms * 1000 + inMs++;
-                String value;
+                String value, account = "";
                 if (rng.nextInt(10) == 0) {
                     value = null;
+                    account = "-";
                     tombstones++;
                 } else if (table.equals("users")) {
-                    value = "{\"uid\":\"" + key + "\",\"accountId\":\"a" + rng.nextInt(Math.max(1, keys / 10))
+                    account = "a" + rng.nextInt(Math.max(1, keys / 10));
+                    value = "{\"uid\":\"" + key + "\",\"accountId\":\"" + account
                             + "\",\"score\":" + rng.nextInt(1000) + ",\"ts\":" + ts + "}";
                 } else if (table.equals("colors")) {
                     value = "{\"userUid\":\"" + key + "\",\"favoriteColor\":\"" + COLORS[rng.nextInt(6)] + "\",\"ts\":" + ts + "}";
@@ -192,6 +200,7 @@ public class KafkaTool {
                     value = "{\"userUid\":\"" + key + "\",\"favoriteCheese\":\"" + CHEESES[rng.nextInt(6)] + "\",\"ts\":" + ts + "}";
                 }
                 p.send(new ProducerRecord<>(prefix + table, key, value));
+                events.write(table + "\t" + key + "\t" + ts + "\t" + account + "\n");
                 perTable.merge(table, 1L, Long::sum);
             }
             p.flush();
