@@ -59,6 +59,9 @@ class QueryPlan:
 
     once: bool = False                 # planned for --once (availableNow)
     real_time_setting: str = "off"     # SET 'streamsql.real-time-mode' (job.plan.real_time)
+    # Why a query that qualifies for real-time mode still runs micro-batch (too few task
+    # slots on a cluster: job.run.real_time.fit), or "".
+    real_time_blocked: str = ""
 
     def mode(self) -> str:
         """How the query runs: 'micro-batch' or 'real-time' (job.plan.real_time.choose)."""
@@ -109,16 +112,20 @@ def closing(planner, reading):
     return end_of_input
 
 
-def plan_queries(spark, program: Program, *, checkpoint_dir: str, once: bool = False, offline: bool = False) -> list[QueryPlan]:
+def plan_queries(spark, program: Program, *, checkpoint_dir: str, once: bool = False, offline: bool = False,
+                 real_time_blocked: str = "") -> list[QueryPlan]:
     """Plan (not start) every INSERT's query. ``once``: the sources are read up to what
-    they hold now (``--once``); ``offline``: contact no external system (``--dry-run``)."""
+    they hold now (``--once``); ``offline``: contact no external system (``--dry-run``);
+    ``real_time_blocked``: why no query may run in real-time mode here."""
     plans = []
     for i, insert in enumerate(program.inserts):
         try:
             plan = plan_insert(spark, program, i, checkpoint_dir=checkpoint_dir, once=once, offline=offline)
+            plan.real_time_blocked = real_time_blocked
             if plan.mode() == "real-time":  # again, with the sources real-time mode accepts
                 plan = plan_insert(spark, program, i, checkpoint_dir=checkpoint_dir, once=once,
                                    offline=offline, real_time=True)
+                plan.real_time_blocked = real_time_blocked
             plans.append(plan)
         except PipelineError as err:
             raise err.located(insert.query_origin, insert.source.text if insert.source else None)

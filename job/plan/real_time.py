@@ -82,4 +82,6 @@ def choose(plan) -> tuple[str, str]:
             return "micro-batch", WHY.get(node.kind, f"step '{node.kind}' does not run record by record yet")
         if node.kind != "sink" and node.kind != "scan" and node.engine is None and node.stateful:
             return "micro-batch", f"step '{node.kind}' runs on Spark's stateful operators"
+    if plan.real_time_blocked:
+        return "micro-batch", plan.real_time_blocked
     return "real-time", "unbounded Kafka in and out, every step record by record"

@@ -46,6 +46,49 @@ def slots_needed(plan, partitions: int, shuffle_partitions: int) -> int:
     return partitions + shuffle_partitions * stages
 
 
+def local_master(master: str, slots: int) -> str:
+    """``local[N]``/``local[N,F]``/``local[*]`` with ``slots`` threads, keeping its task
+    attempts (F)."""
+    import re
+
+    m = re.fullmatch(r"local(?:\[\s*([0-9*]+)\s*(?:,\s*([0-9]+)\s*)?\])?", master.strip())
+    failures = m.group(2) if m else None
+    return f"local[{slots},{failures}]" if failures else f"local[{slots}]"
+
+
+def fit(spark, plans, err, *, rebuild, replan, own_session: bool = True):
+    """Give the real-time queries the task slots they hold, all at once: in local mode,
+    where a slot is a thread, start the session again with as many (``rebuild(master)``,
+    then ``replan(spark)``); on a cluster, whose cores are what they are, or in a session
+    the run did not start (``own_session``: a library caller's, which is not ours to
+    stop), run them in micro-batch mode instead, saying which setting would let them run
+    in real time (``replan(spark, blocked=why)``). Returns (spark, plans)."""
+    real_time = [p for p in plans if p.mode() == "real-time"]
+    if not real_time:
+        return spark, plans
+    shuffle = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    needed = sum(slots_needed(p, source_partitions(spark, p), shuffle) for p in real_time)
+    cores = spark.sparkContext.defaultParallelism
+    if cores >= needed:
+        return spark, plans
+    master = spark.sparkContext.master
+    if master.startswith("local") and own_session:
+        # The real-time queries' slots, and as many again as the session had for
+        # everything else: micro-batch queries and the run's own small jobs.
+        resized = local_master(master, needed + cores)
+        print(f"streamsql: real-time mode holds {needed} task slots at once (every source partition and, for each "
+              f"stateful step, every shuffle partition): local mode runs with {resized} instead of {master}",
+              file=err, flush=True)
+        spark.stop()
+        spark = rebuild(resized)
+        return spark, replan(spark)
+    more = f"--master local[{needed}]" if master.startswith("local") else "more executor cores"
+    why = (f"real-time mode would hold {needed} task slots at once and this Spark application has {cores} cores: "
+           f"give it {more}, lower SET 'spark.sql.shuffle.partitions' (now {shuffle}), or "
+           f"SET '{MODE_KEY}' = 'off' to choose micro-batch yourself")
+    return spark, replan(spark, blocked=why)
+
+
 def check_slots(spark, plan) -> int:
     shuffle = int(spark.conf.get("spark.sql.shuffle.partitions"))
     needed = slots_needed(plan, source_partitions(spark, plan), shuffle)

@@ -117,10 +117,27 @@ def _run(options: RunOptions, out, err, masker: Masker, program=None) -> int:
     from job.run.session import build_session, catalog_conf
 
     conf = {**program.conf, **catalog_conf(program, options.dry_run)}
-    spark = build_session(program.name, session_conf(conf, options.verbose), verbose=options.verbose,
-                          master=options.master)
-    quiet_jvm_logs(spark, options.verbose)
-    plans = plan_queries(spark, program, checkpoint_dir=checkpoint_dir, offline=options.dry_run, once=options.once)
+    def session(master=None):
+        spark = build_session(program.name, session_conf(conf, options.verbose), verbose=options.verbose,
+                              master=master or options.master, force_master=master is not None)
+        quiet_jvm_logs(spark, options.verbose)
+        return spark
+
+    def plan(spark, blocked=""):
+        return plan_queries(spark, program, checkpoint_dir=checkpoint_dir, offline=options.dry_run,
+                            once=options.once, real_time_blocked=blocked)
+
+    from pyspark.sql import SparkSession
+
+    own_session = SparkSession.getActiveSession() is None
+    spark = session()
+    plans = plan(spark)
+    if not options.dry_run:
+        from job.run.real_time import fit
+
+        # The task slots real-time queries hold: more threads in local mode (a new
+        # session), micro-batch on a cluster too small for them.
+        spark, plans = fit(spark, plans, err, rebuild=session, replan=plan, own_session=own_session)
     from job.run.compat import check_checkpoints
 
     # A checkpoint written by an incompatible version of a query: refuse before running.

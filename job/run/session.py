@@ -180,8 +180,11 @@ def submitted_app_name() -> str | None:
     return name if name and name != "main.py" else None
 
 
-def build_session(app_name: str, conf: Mapping[str, str], *, verbose: bool = False, master: str | None = None):
-    """Get or create the session; ``conf`` (YAML conf + SET statements) wins over defaults."""
+def build_session(app_name: str, conf: Mapping[str, str], *, verbose: bool = False, master: str | None = None,
+                  force_master: bool = False):
+    """Get or create the session; ``conf`` (YAML conf + SET statements) wins over defaults.
+    ``force_master``: ``master`` also wins over spark-submit's (a session started again
+    with the task slots real-time mode needs: job.run.real_time.fit)."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -222,6 +225,8 @@ def build_session(app_name: str, conf: Mapping[str, str], *, verbose: bool = Fal
     spark_conf = {k: v for k, v in conf.items() if k.startswith("spark.")}
     for key, value in {**REQUIRED, **spark_conf}.items():
         builder = builder.config(key, value)
+    if force_master and master:
+        builder = builder.master(master)
     if active is None and not under_submit:
         launch_jvm_in_own_session(builder)
     spark = builder.getOrCreate()

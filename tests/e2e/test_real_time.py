@@ -40,25 +40,41 @@ def test_which_mode_and_why(spark, tmp_path):
 
 
 @pytest.mark.kafka
-def test_too_few_slots_are_refused_in_our_words(spark, kafka_bootstrap, tmp_path):
+def test_a_session_too_small_runs_micro_batch_and_says_what_to_set(spark, kafka_bootstrap, tmp_path):
+    """In a session the run did not start (the tests' shared local[2]: not ours to stop and
+    start again with more threads), a query that would hold more task slots than it has
+    runs in micro-batch mode, and the start-up line names what to set; never Spark's
+    CONCURRENT_SCHEDULER_INSUFFICIENT_SLOT. (The stop is asked for before any query starts.)"""
+    import threading
+
     from tests.support.kafka_io import topic_name
 
     path = tmp_path / "p.sql"
     path.write_text(AUTO + "SET 'spark.sql.shuffle.partitions' = '2';\n" + COUNT)
-    err = io.StringIO()
-    code = run(RunOptions(files=[str(path)], checkpoint_dir=str(tmp_path / "ckpt"),
+    err, stop = io.StringIO(), threading.Event()
+    stop.set()
+    code = run(RunOptions(files=[str(path)], checkpoint_dir=str(tmp_path / "ckpt"), stop_event=stop,
                           variables={"bootstrap": kafka_bootstrap, "users_topic": topic_name("rt_users"),
                                      "counts_topic": topic_name("rt_counts")}), out=io.StringIO(), err=err)
     text = err.getvalue()
-    assert code != 0
-    assert "runs in real-time mode, which holds a task slot" in text and "--master local[" in text, text
+    assert code == 0, text
+    assert ": micro-batch mode: real-time mode would hold" in text and "give it --master local[" in text, text
     assert "'spark.sql.shuffle.partitions' (now 2)" in text and "CONCURRENT_SCHEDULER" not in text, text
+
+
+def test_local_masters_are_resized_keeping_their_task_attempts():
+    from job.run.real_time import local_master
+
+    assert local_master("local[2,4]", 6) == "local[6,4]"
+    assert local_master("local[*]", 5) == "local[5]"
+    assert local_master("local", 3) == "local[3]"
 
 
 @pytest.mark.kafka
 @pytest.mark.slow
 def test_seed_count_runs_in_real_time(kafka_bootstrap, tmp_path):
-    """The seed count in real-time mode (its own process: local[4]): each change is
+    """The seed count in real-time mode (its own process, started on local[2,4] and resized
+    to the task slots the query holds): each change is
     written as it comes, and the physical plan is real-time's, without the key-grouping,
     reduction or sort nodes that would block a long-running task."""
     done = subprocess.run([sys.executable, "-m", "tests.support.real_time_run", kafka_bootstrap, str(tmp_path)],
@@ -66,7 +82,9 @@ def test_seed_count_runs_in_real_time(kafka_bootstrap, tmp_path):
     result = json.loads((tmp_path / "result.json").read_text())
     assert "error" not in result, result.get("error")
     assert result["code"] == 0, done.stderr[-3000:]
-    assert "real-time mode (checkpoint every 5 s" in done.stderr
+    assert "real-time mode (checkpoint every 5 s" in result["stderr"], result["stderr"]
+    # local[2,4] has too few threads for the slots the query holds: the run starts its session again with more
+    assert "local mode runs with local[" in result["stderr"] and ",4] instead of local[2,4]" in result["stderr"]
     assert [(k, json.loads(v)["userCount"]) for k, v in result["records"]] == [("100", 1), ("100", 2), ("101", 1)]
     operators = set(result["operators"])
     assert {"RealTimeStreamScan", "TransformWithState"} <= operators, operators

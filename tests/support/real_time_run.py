@@ -23,22 +23,29 @@ def main(bootstrap: str, workdir: str) -> None:
     users, counts = topic_name("rt_users"), topic_name("rt_counts")
     sql = Path(workdir) / "count.sql"
     sql.write_text("SET 'streamsql.real-time-mode' = 'auto';\nSET 'streamsql.real-time-mode.checkpoint-interval' = '5 s';\n"
-                   "SET 'spark.sql.shuffle.partitions' = '1';\n"
+                   "SET 'spark.sql.shuffle.partitions' = '2';\n"
                    + (ROOT / "examples" / "user_count_by_account" / "pipeline.sql").read_text())
     stop = threading.Event()
     result = {}
     options = RunOptions(files=[str(sql)], variables={"bootstrap": bootstrap, "users_topic": users,
                                                        "counts_topic": counts},
-                         checkpoint_dir=str(Path(workdir) / "ckpt"), master="local[4]", stop_event=stop)
-    runner = threading.Thread(target=lambda: result.update(code=run(options)), daemon=True)
+                         checkpoint_dir=str(Path(workdir) / "ckpt"), master="local[2,4]", stop_event=stop)
+    import io
+
+    err = io.StringIO()
+    runner = threading.Thread(target=lambda: result.update(code=run(options, out=io.StringIO(), err=err)), daemon=True)
     runner.start()
     spark = None
     deadline = time.time() + 240
-    while time.time() < deadline and not (spark and spark.streams.active):
+    def started():
+        try:
+            return bool(spark and spark.streams.active)
+        except Exception:  # noqa: BLE001 - the first session, stopped to start one with more threads
+            return False
+
+    while time.time() < deadline and not started():
         time.sleep(1)
-        spark = SparkSession.getActiveSession() or spark
-        if spark is None and SparkSession._instantiatedSession is not None:
-            spark = SparkSession._instantiatedSession
+        spark = SparkSession.getActiveSession() or SparkSession._instantiatedSession or spark
     query = spark.streams.active[0]
 
     def user(uid, account):
@@ -53,7 +60,7 @@ def main(bootstrap: str, workdir: str) -> None:
     plan = execution.executedPlan().toString() if execution is not None else ""
     stop.set()
     runner.join(120)
-    (Path(workdir) / "result.json").write_text(json.dumps({"code": result.get("code"), "records": seen,
+    (Path(workdir) / "result.json").write_text(json.dumps({"code": result.get("code"), "records": seen, "stderr": err.getvalue(),
                       "operators": sorted(set(re.findall(r"^[\s:|+-]*(?:\*\(\d+\) )?(\w+)", plan, re.M))),
                       "plan": plan}))
 
