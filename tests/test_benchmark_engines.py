@@ -81,17 +81,17 @@ def test_reference_of_the_seed_queries(tmp_path):
 
 
 def test_every_event_is_credited_with_the_first_sink_record_that_shows_it():
-    """The count: an event replaced before it was written is credited with the record of the
-    later change; a tombstone with the record of the account's count after it; an event
-    no record shows is unanswered; a tombstone of a user that does not exist is unaffected."""
+    """The count: an event a later change replaced before it was written is credited with
+    the record of that change; a tombstone with the account's row after it; an event no
+    record shows is unanswered; a tombstone of a user that does not exist changes nothing."""
     from benchmarks.latency_credit import Event, all_latencies, credit
 
     us = 1_000_000_000_000  # 1e6 s after the epoch, in microseconds
     events = [
-        Event("users", "u1", us + 100_000, "a1", False),   # shown at 150 ms: 50 ms
-        Event("users", "u2", us + 200_000, "a1", False),   # replaced by u3's change in one batch
-        Event("users", "u3", us + 300_000, "a1", False),   # shown at 700 ms: 400 ms (u2: 500 ms)
-        Event("users", "u1", us + 400_000, None, True),    # a1 down to 2 users: shown at 1,000 ms
+        Event("users", "u1", us + 100_000, "a1", False),   # a1: (1, .1) shown at 150 ms: 50 ms
+        Event("users", "u2", us + 200_000, "a1", False),   # a1: (2, .2) never written: merged into u3's
+        Event("users", "u3", us + 300_000, "a1", False),   # a1: (3, .3) shown at 700 ms: 400 ms (u2: 500 ms)
+        Event("users", "u3", us + 400_000, None, True),    # a1: (2, .2) again, shown at 1,000 ms: 600 ms
         Event("users", "u9", us + 450_000, None, True),    # u9 never existed: changes nothing
         Event("users", "u4", us + 500_000, "a2", False),   # never shown
         Event("users", "u5", us + 9_000_000, "a3", False),  # outside the window
@@ -99,7 +99,7 @@ def test_every_event_is_credited_with_the_first_sink_record_that_shows_it():
     records = [
         (0, 0, 1_000_000_150, "a1", json.dumps({"userCount": 1, "ts": us + 100_000})),
         (0, 1, 1_000_000_700, "a1", json.dumps({"userCount": 3, "ts": us + 300_000})),
-        (0, 2, 1_000_001_000, "a1", json.dumps({"userCount": 2, "ts": us + 300_000})),
+        (0, 2, 1_000_001_000, "a1", json.dumps({"userCount": 2, "ts": us + 200_000})),
     ]
     got = credit("count", events, records, (1e6, 1e6 + 5), end_s=1e6 + 2)
     assert [(round(t - 1e6, 1), round(l)) for t, l in got.samples] == [(0.1, 50), (0.2, 500), (0.3, 400), (0.4, 600)]
@@ -109,7 +109,8 @@ def test_every_event_is_credited_with_the_first_sink_record_that_shows_it():
 
 def test_a_side_change_counts_only_while_its_user_exists():
     """The join: a color for a user that does not exist changes nothing; once the user
-    exists, a color tombstone is shown by the row losing its color."""
+    exists, a color tombstone is shown by the row losing its color, and a user's
+    tombstone by the row's."""
     from benchmarks.latency_credit import Event, credit
 
     us = 1_000_000_000_000
@@ -118,13 +119,15 @@ def test_a_side_change_counts_only_while_its_user_exists():
         Event("users", "u1", us + 200_000, "a1", False),    # the row appears at 300 ms
         Event("colors", "u1", us + 400_000, None, True),    # its color goes at 900 ms
         Event("cheeses", "u2", us + 500_000, None, True),   # nothing to delete: unaffected
+        Event("users", "u1", us + 600_000, None, True),     # the row goes at 1,000 ms
     ]
     records = [
         (0, 0, 1_000_000_300, "u1", json.dumps({"user_ts": us + 200_000, "color_ts": us + 100_000})),
         (0, 1, 1_000_000_900, "u1", json.dumps({"user_ts": us + 200_000, "color_ts": None})),
+        (0, 2, 1_000_001_000, "u1", None),
     ]
     got = credit("join", events, records, (1e6, 1e6 + 5), end_s=1e6 + 2)
-    assert [round(l) for _, l in got.samples] == [100, 500] and got.unaffected == 2 and not got.unanswered
+    assert [round(l) for _, l in got.samples] == [100, 500, 400] and got.unaffected == 2 and not got.unanswered
 
 
 def test_kept_up():
@@ -203,7 +206,7 @@ def test_summary_tables_from_records():
 def test_latency_rows_per_window_compare_like_with_like():
     run = {"query": "count", "rate": 1000, "latency_p50_ms": 800, "latency_p99_ms": 1400, "latency_max_ms": 1500,
            "kept_up": True, "drain_s": 1.0, "measured": 50000, "engine_run": {"load_before": [1.0]}}
-    rows = summary.latency_table([dict(run, engine="job", warmup_s=40, cpu_ms_per_event=1.4),
+    rows = summary.earlier_latency_table([dict(run, engine="job", warmup_s=40, cpu_ms_per_event=1.4),
                                   dict(run, engine="flink", cpu_ms_per_event=0.2),
                                   dict(run, engine="job", cpu_ms_per_event=0.5),
                                   dict(run, engine="flink", warmup_s=150, cpu_ms_per_event=0.16),
@@ -213,6 +216,22 @@ def test_latency_rows_per_window_compare_like_with_like():
     assert [r.split("|")[3:5] for r in rows[2:]] == [[" 30 ", " flink "], [" 30 ", " job "],
                                                      [" 150 ", " flink "], [" 150 ", " job "]]
     assert "| 0.5 | 2.50 |" in rows[3] and "| 0.32 | 2.00 |" in rows[5]
+
+
+def test_latency_rows_show_the_newest_rounds_medians_and_spread():
+    run = {"query": "count", "rate": 1000, "warmup_s": 30, "kept_up": True, "measured": 50000, "unanswered": 0,
+           "engine_run": {"load_before": [2.0]}}
+    old = [dict(run, engine="job", mode="micro-batch", round="r1", latency_p50_ms=800, latency_p99_ms=1400,
+                cpu_ms_per_event=1.0)]
+    new = [dict(run, engine=e, round="r2", latency_p50_ms=p50, latency_p99_ms=p50 * 2, cpu_ms_per_event=cpu,
+                **({"mode": "real-time"} if e == "job" else {}))
+           for e, p50, cpu in [("flink", 100, 0.2), ("job", 30, 0.3), ("flink", 90, 0.2), ("job", 40, 0.1),
+                               ("flink", 120, 0.4), ("job", 35, 0.2)]]
+    rows = summary.latency_table(old + new)
+    assert len(rows) == 4  # the newest round only: Flink's row, then the job's
+    assert "| flink | 3 | 100 (90–120) | 200 (180–240) | 3/3 |" in rows[2], rows[2]
+    assert "| job (real-time) | 3 | 35 (30–40) | 70 (60–80) | 3/3 |" in rows[3], rows[3]
+    assert "| 0.200 (0.100–0.300) | 1.00 |" in rows[3], rows[3]
 
 
 def test_root_cause_of_a_spark_failure():
