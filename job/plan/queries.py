@@ -117,6 +117,9 @@ def plan_queries(spark, program: Program, *, checkpoint_dir: str, once: bool = F
     """Plan (not start) every INSERT's query. ``once``: the sources are read up to what
     they hold now (``--once``); ``offline``: contact no external system (``--dry-run``);
     ``real_time_blocked``: why no query may run in real-time mode here."""
+    from job.plan.real_time import spark_without_it
+
+    real_time_blocked = real_time_blocked or spark_without_it(spark)
     plans = []
     for i, insert in enumerate(program.inserts):
         try:

@@ -1,8 +1,8 @@
 """Real-time mode (Spark 4.3): which INSERTs run in it, and how it is configured.
 
 An INSERT runs in real-time mode (long-running tasks that take each record as it comes,
-checkpointing every interval) when ``SET 'streamsql.real-time-mode' = 'auto'`` and its
-typed plan qualifies: it is not ``--once``, every source is an unbounded Kafka or
+checkpointing every interval) with ``SET 'streamsql.real-time-mode' = 'auto'``, when the
+Spark is 4.3 or later and its typed plan qualifies: it is not ``--once``, every source is an unbounded Kafka or
 upsert-kafka table, the sink is Kafka or upsert-kafka written as a stream (no
 ``foreachBatch``, so no Python on the row path), and every step is one whose operators
 Spark 4.3's real-time allowlist accepts and the engine runs record by record. Everything
@@ -16,6 +16,12 @@ MODE_KEY = "streamsql.real-time-mode"
 INTERVAL_KEY = "streamsql.real-time-mode.checkpoint-interval"
 DEFAULT_INTERVAL_MS = 30_000
 MIN_INTERVAL_MS = 5_000          # Spark's spark.sql.streaming.realTimeMode.minBatchDuration
+
+# Off until a checkpoint a real-time run left mid-interval can be continued by --once or
+# micro-batch mode exactly: real-time mode writes each change as it comes, and a batch that
+# nets the same input differently (a row inserted and deleted again writes nothing) leaves
+# the sink showing a change no committed batch made (docs/tuning.md, "Real-time mode").
+DEFAULT = "off"
 
 KAFKA = ("kafka", "upsert-kafka")
 # Steps that run record by record in real-time mode: Spark's stateless operators
@@ -32,8 +38,8 @@ WHY = {
 
 
 def real_time_setting(conf) -> str:
-    """'auto' or 'off' (the default): SET 'streamsql.real-time-mode'."""
-    value = str(conf.get(MODE_KEY, "off")).strip().lower()
+    """'auto' or 'off' (the default, see DEFAULT): SET 'streamsql.real-time-mode'."""
+    value = str(conf.get(MODE_KEY, DEFAULT)).strip().lower()
     if value in ("off", "micro-batch", "false"):
         return "off"
     if value in ("auto", "true"):
@@ -54,6 +60,17 @@ def checkpoint_interval_ms(conf) -> int:
         raise PipelineError(f"SET '{INTERVAL_KEY}' = '{value}' is not a duration of at least 5 s", option=INTERVAL_KEY,
                             hint="write it as Flink does: '30 s', '1 min' (Spark's real-time mode needs 5 s or more)")
     return ms
+
+
+def spark_without_it(spark) -> str:
+    """Why this Spark has no real-time mode (before 4.3), or ""."""
+    try:
+        major, minor = (int(x) for x in str(spark.version).split(".")[:2])
+    except (ValueError, AttributeError):
+        return ""
+    if (major, minor) < (4, 3):
+        return f"Spark {spark.version} has no real-time mode (Spark 4.3 and later have it)"
+    return ""
 
 
 def connector_of(node):

@@ -28,10 +28,26 @@ def trigger_args(program: Program, once: bool) -> dict:
     return {"processingTime": f"{trigger_interval_ms(program.conf)} milliseconds"}
 
 
+def clear_state_of_no_batch(checkpoint: str) -> None:
+    """State files in a checkpoint that has no batch in its offset log belong to a first
+    batch that was killed before Spark wrote its offsets (in real-time mode that is at the
+    end of the checkpoint interval, seconds after the state began to be written). Spark
+    would start such a query as a new one, and refuses to when its state directory is not
+    empty (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY): nothing in it was committed, and the
+    first batch reads its input again from the start, so remove it."""
+    import shutil
+    from pathlib import Path
+
+    offsets, state = Path(checkpoint) / "offsets", Path(checkpoint) / "state"
+    if state.is_dir() and not (offsets.is_dir() and any(p.name.isdigit() for p in offsets.iterdir())):
+        shutil.rmtree(state)
+
+
 def start_queries(plans: list[QueryPlan], program: Program, *, once: bool):
     trigger = trigger_args(program, once)
     started = []
     for plan in plans:
+        clear_state_of_no_batch(plan.checkpoint)
         if plan.mode() == "real-time":
             from job.run import real_time
 

@@ -149,6 +149,12 @@ def start(plan, program):
                 .trigger(realTime=f"{interval_ms} milliseconds").start())
 
 
+def could_run_in_real_time(plan) -> bool:
+    """A query that runs on (not --once, a source without end): its start-up line says
+    which mode runs it. A run to completion is micro-batch, and needs no line to say so."""
+    return not plan.once and not plan.bounded
+
+
 def startup_line(plan, program) -> str:
     mode, why = plan.mode_reason()
     if mode == "real-time":

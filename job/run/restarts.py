@@ -41,7 +41,8 @@ class Restarter:
             self.writers[plan.name] = plan.writer
             for name, writer, _checkpoint in plan.dead_letters:
                 self.writers[f"{plan.name}-{name}"] = writer
-        self.real_time = {plan.name for plan in plans if plan.mode() == "real-time"}
+        self.real_time = {plan.name: plan for plan in plans if plan.mode() == "real-time"}
+        self.checkpoints = {plan.name: plan.checkpoint for plan in plans}
         self.counts: dict[str, int] = {}
         self.err = err or sys.stderr
         self.started: list = []        # every replacement query, for the caller to stop at the end
@@ -58,6 +59,10 @@ class Restarter:
         print(f"streamsql: query '{name}' failed transiently ({first}); restarting it from its checkpoint "
               f"({self.counts[name]}/{MAX_RESTARTS})", file=self.err, flush=True)
         time.sleep(PAUSE_S)
+        if name in self.checkpoints:
+            from job.run.queries import clear_state_of_no_batch
+
+            clear_state_of_no_batch(self.checkpoints[name])
         if name in self.real_time:  # with the session settings a real-time query starts with
             from job.run.real_time import real_time_settings
 

@@ -188,10 +188,10 @@ def execute(spark, program, plans, options: RunOptions, err) -> int:
     # 'scan.bounded.mode' = 'latest-offset', a datagen with 'number-of-rows') runs to
     # completion; --once makes any pipeline do so.
     once = options.once or (bool(plans) and all(plan.bounded for plan in plans))
-    from job.run.real_time import startup_line
+    from job.run.real_time import could_run_in_real_time, startup_line
 
-    for plan in plans:  # with real-time mode on, which mode runs each INSERT and why
-        if plan.real_time_setting == "auto":
+    for plan in plans:  # which mode runs each INSERT that could run in real time, and why
+        if plan.real_time_setting == "auto" and could_run_in_real_time(plan):
             print(startup_line(plan, program), file=err, flush=True)
     try:
         for wave in (waves(plans, program) if once else [plans]):
@@ -257,7 +257,8 @@ def supervise(queries, stop: StopSignal, stop_timeout: float, sink_keys: Optiona
         if all(not q.isActive for q in queries):
             return
         if stop.requested:
-            stopped_by_us = stop_at_batch_boundary(queries, stop_timeout, sink_keys or {})
+            stopped_by_us = stop_at_batch_boundary(queries, stop_timeout, sink_keys or {},
+                                                   immediate=restarter.real_time if restarter is not None else ())
             # A query we stopped while it ran ends with whatever its source threw when
             # interrupted (a Python data source: "no cause message"); its batch was committed
             # or will be redone, so that is a clean stop. Only earlier failures count.

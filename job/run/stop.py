@@ -158,8 +158,16 @@ def in_flight_batch(query) -> tuple[int, bool]:
     return current, busy
 
 
-def stop_at_batch_boundary(queries, timeout: float, sink_keys: dict) -> set:
-    """Stop each query between two micro-batches.
+def stop_at_batch_boundary(queries, timeout: float, sink_keys: dict, immediate=()) -> set:
+    """Stop each query between two micro-batches; the real-time queries named in
+    ``immediate`` at once.
+
+    A real-time query's batch is its checkpoint interval (30 s by default), and what it
+    has written is already delivered: stopped, its state and offsets stay at the last
+    checkpoint, and a restart reads the rest of the interval again, writing its changes
+    again as the same upserts (at least once, idempotent per key, as Flink's upsert-kafka
+    sink after a failure). Waiting for the interval's end would outlast a supervisor's stop
+    timeout.
 
     ``StreamingQuery.stop()`` interrupts a running batch (Spark then redoes it after a
     restart, so the checkpoint stays consistent either way); to let the batch in flight
@@ -184,11 +192,11 @@ def stop_at_batch_boundary(queries, timeout: float, sink_keys: dict) -> set:
     while pending:
         for q in list(pending):
             done = not q.isActive
-            if not done:
+            if not done and q.name not in immediate:
                 last = (q.lastProgress or {}).get("batchId", -1)
                 _current, busy = in_flight_batch(q)
                 done = not busy or last >= targets[q.name]
-            if done or time.monotonic() >= deadline:
+            if done or q.name in immediate or time.monotonic() >= deadline:
                 if q.isActive:
                     stopped.add(q.name)
                 q.stop()

@@ -114,3 +114,21 @@ def test_a_micro_batch_checkpoint_is_refused_in_our_words(tmp_path):
     (commits / "2").write_text('v2\n{"nextBatchWatermarkMs":0}')
     check_checkpoint(plan)  # a real-time mode checkpoint continues
     assert slots_needed(plan, partitions=2, shuffle_partitions=2) == 6  # the seed count: 2 + 2 x 2
+
+
+def test_state_of_a_first_batch_without_offsets_is_removed(tmp_path):
+    """A run killed during its first batch, before Spark wrote that batch's offsets (in
+    real-time mode, the end of the checkpoint interval), leaves state files Spark refuses
+    to start over (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY): they are removed; state with
+    a batch in the offset log is kept."""
+    from job.run.queries import clear_state_of_no_batch
+
+    fresh, running = tmp_path / "fresh", tmp_path / "running"
+    for root in (fresh, running):
+        (root / "state" / "0" / "0").mkdir(parents=True)
+        (root / "state" / "0" / "0" / "1.changelog").write_text("x")
+        (root / "offsets").mkdir()
+    (running / "offsets" / "0").write_text("v1")
+    clear_state_of_no_batch(str(fresh))
+    clear_state_of_no_batch(str(running))
+    assert not (fresh / "state").exists() and (running / "state" / "0" / "0" / "1.changelog").exists()

@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
 import threading
@@ -89,6 +90,11 @@ QUERIES = ("pipeline-1-user_count_by_account", "pipeline-2-user_favorite_color_a
 # The final --once run: generous for a backlog of millions of records on a loaded machine;
 # a drain that never exits fails the loop here instead of hanging it.
 DRAIN_TIMEOUT_S = 3600
+# The real-time variant: a short checkpoint interval, so that kills find commits to hit.
+REAL_TIME = ("SET 'streamsql.real-time-mode' = 'auto';\n"
+             "SET 'streamsql.real-time-mode.checkpoint-interval' = '5 s';\n")
+# The real-time drain ends when the sinks have not changed for this long (three intervals).
+QUIET_S = 15
 
 # Failures of a start that are the machine's, not the job's: the loop restarts the job.
 TRANSIENT = ("Python worker failed to connect back",)
@@ -229,6 +235,7 @@ class CrashLoop:
     bulk: int = 0
     waves: int = 0
     max_offsets: int = 40
+    real_time: bool = False   # the Kafka-to-Kafka queries in real-time mode; the drain runs in it too
     log: Path = None
     topics: dict = field(default_factory=dict)
     kill_log: list = field(default_factory=list)
@@ -242,7 +249,7 @@ class CrashLoop:
         self.lake = self.workdir / "lake"
         self.checkpoints = self.workdir / "checkpoints"
         self.pipeline = self.workdir / "pipeline.sql"
-        self.pipeline.write_text(PIPELINE)
+        self.pipeline.write_text((REAL_TIME if self.real_time else "") + PIPELINE)
 
     # -- the job ----------------------------------------------------------------------
 
@@ -346,6 +353,8 @@ class CrashLoop:
             thread.join(timeout=120)
         if feeder.error:
             raise feeder.error[0]
+        if self.real_time:
+            return self.finish(self.drain_in_real_time(), feeder, t0)
         for attempt in range(3):   # the drain: --once over everything fed
             log_size = self.log.stat().st_size
             drain_started = time.monotonic()
@@ -364,6 +373,41 @@ class CrashLoop:
         # The exit bound (job.run.shutdown) ends a JVM that does not exit by itself; the
         # drain must not have needed it.
         assert "had not exited" not in text, f"the drain's JVM did not exit by itself:\n{self.tail()}"
+        return self.finish(drain_seconds, feeder, t0)
+
+    def drain_in_real_time(self) -> float:
+        """The drain of a real-time run: the job runs on until its sinks are still, then
+        stops on SIGTERM. A --once drain would net the replayed input per batch, which is
+        not how a real-time run left its sinks (docs/tuning.md, "Real-time mode")."""
+        started = time.monotonic()
+        log_size = self.log.stat().st_size
+        proc = self.start_job()
+        last, still_since = None, time.monotonic()
+        while time.monotonic() - started < DRAIN_TIMEOUT_S:
+            if proc.poll() is not None:
+                raise JobExited(f"the draining job exited by itself with {proc.returncode}:\n{self.tail()}")
+            if self.log.read_bytes()[log_size:].count(b": real-time mode (checkpoint every") < 2:
+                time.sleep(1)   # its queries have not started yet: still sinks say nothing
+                continue
+            now = self.sink_sizes()
+            if now != last:
+                last, still_since = now, time.monotonic()
+            elif time.monotonic() - still_since >= QUIET_S:
+                break
+            time.sleep(2)
+        os.killpg(proc.pid, signal.SIGTERM)
+        code = proc.wait(timeout=300)
+        assert code == 0, f"the draining job exited with {code} after SIGTERM:\n{self.tail()}"
+        return time.monotonic() - started
+
+    def sink_sizes(self) -> tuple:
+        """Records in each sink topic, and files in the lake."""
+        from tests.support.kafka_io import consume
+
+        return (tuple(len(consume(self.spark, self.bootstrap, self.topics[t])) for t in ("counts", "joined"))
+                + (sum(1 for _ in self.lake.rglob("*.parquet")),))
+
+    def finish(self, drain_seconds: float, feeder, t0: float) -> dict:
         result = self.check()
         result.update(kills=sum(1 for k in self.kill_log if k.get("sigkill")),
                       crashes_by_themselves=sum(1 for k in self.kill_log if not k.get("sigkill")), rounds=feeder.rounds,
@@ -439,6 +483,7 @@ def main(argv=None) -> int:
     parser.add_argument("--waves", type=int, default=0, help="stop feeding after this many waves (default: never)")
     parser.add_argument("--max-offsets", type=int, default=40,
                         help="records per source and micro-batch while the job is killed (default 40)")
+    parser.add_argument("--real-time", action="store_true", help="the Kafka-to-Kafka queries in real-time mode")
     parser.add_argument("--workdir", default="/tmp/streamsql-crashloop")
     parser.add_argument("--bootstrap", default=None, help="default: the test broker (scripts/kafka.sh --name test)")
     args = parser.parse_args(argv)
@@ -449,7 +494,7 @@ def main(argv=None) -> int:
     bootstrap = args.bootstrap or ensure_kafka()
     workdir = Path(args.workdir) / f"run-{int(time.time())}"
     loop = CrashLoop(get_spark(), bootstrap, workdir, kills=args.kills, seed=args.seed, keys=args.keys, bulk=args.bulk,
-                     waves=args.waves, max_offsets=args.max_offsets)
+                     waves=args.waves, max_offsets=args.max_offsets, real_time=args.real_time)
     result = loop.run()
     print(json.dumps(result, indent=1))
     return 0

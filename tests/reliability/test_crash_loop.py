@@ -29,3 +29,16 @@ def test_sigkill_loop_loses_and_duplicates_nothing(spark, kafka_bootstrap, tmp_p
     assert result["kills"] == kills
     assert any(k["at"].startswith("commit") for k in result["kill_log"])
     assert result["events"] > 0 and result["joined_rows"] > 0 and result["counts_rows"] > 0
+
+
+def test_sigkill_loop_in_real_time_mode(spark, kafka_bootstrap, tmp_path):
+    """The same loop with the Kafka-to-Kafka queries in real-time mode (a 5 s checkpoint
+    interval; the Parquet pipeline stays micro-batch): state exactly once across SIGKILL,
+    the sinks at least once and idempotent per key, so their tables equal the reference.
+    The drain runs in real-time mode too, until the sinks are still, then SIGTERM."""
+    kills = int(os.environ.get("STREAMSQL_CRASH_KILLS", "1"))   # one in CI: each real-time start takes long
+    result = CrashLoop(spark, kafka_bootstrap, tmp_path, kills=kills, seed=11, real_time=True).run()
+    assert result["kills"] == kills
+    assert result["events"] > 0 and result["joined_rows"] > 0 and result["counts_rows"] > 0
+    log = (tmp_path / "job.log").read_text()
+    assert ": real-time mode (checkpoint every 5 s" in log and "micro-batch mode: sink 'filesystem'" in log

@@ -116,6 +116,7 @@ class FakeWriter:
 class FakePlan:
     def __init__(self, name, writer):
         self.name, self.writer, self.dead_letters = name, writer, []
+        self.checkpoint = f"/nonexistent/checkpoints/{name}"
 
     def mode(self):
         return "micro-batch"
