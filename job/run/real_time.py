@@ -121,6 +121,42 @@ def check_checkpoint(plan) -> None:
                  f"checkpoint directory")
 
 
+# In a checkpoint a real-time run has started on (job.run.real_time.start).
+MARKER = "streamsql-real-time"
+
+
+def mark(plan) -> None:
+    """Note in the checkpoint that a real-time run writes it (see check_continuation)."""
+    from job.run.compat import local_dir
+
+    directory = local_dir(plan.checkpoint)
+    if directory is None:
+        return  # a remote checkpoint (hdfs:, s3a:): not noted
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / MARKER).write_text("a real-time run writes this checkpoint\n")
+
+
+def check_continuation(plans) -> None:
+    """A query into an upsert sink whose checkpoint a real-time run wrote cannot continue
+    in micro-batch mode (--once included): the real-time run wrote each change as it came,
+    and what it wrote after its last checkpoint is read again and netted per batch, where
+    a key whose changes cancel out writes nothing, leaving the sink showing a change no
+    committed batch made. Refused before anything runs, never misread."""
+    from job.run.compat import local_dir
+
+    for plan in plans:
+        if plan.mode() == "real-time" or not plan.sink_mode.startswith("upsert"):
+            continue
+        directory = local_dir(plan.checkpoint)
+        if directory is not None and (directory / MARKER).is_file():
+            raise PipelineError(
+                f"query '{plan.name}' runs in micro-batch mode ({plan.mode_reason()[1]}), but its checkpoint "
+                f"{plan.checkpoint} was written in real-time mode, whose changes since its last checkpoint would be "
+                f"netted differently and could leave its upsert sink showing a change that was undone",
+                hint=f"continue it in real-time mode (SET '{MODE_KEY}' = 'auto', without --once), or start it on a "
+                     f"new checkpoint directory")
+
+
 @contextmanager
 def real_time_settings(spark):
     """The session set for a real-time query while it starts (SETTINGS), then as it was."""
@@ -144,6 +180,7 @@ def start(plan, program):
     interval_ms = checkpoint_interval_ms(program.conf)
     check_checkpoint(plan)
     check_slots(spark, plan)
+    mark(plan)
     with real_time_settings(spark):
         return (writer.queryName(plan.name).option("checkpointLocation", plan.checkpoint).outputMode("update")
                 .trigger(realTime=f"{interval_ms} milliseconds").start())

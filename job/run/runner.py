@@ -142,6 +142,9 @@ def _run(options: RunOptions, out, err, masker: Masker, program=None) -> int:
 
     # A checkpoint written by an incompatible version of a query: refuse before running.
     check_checkpoints(program, plans, write=not options.dry_run)
+    from job.run.real_time import check_continuation
+
+    check_continuation(plans)  # a real-time checkpoint continued in micro-batch mode
     if options.dry_run or options.explain:
         if options.explain_format == "json":
             print(json.dumps(explain_json(program, plans, checkpoint_dir), indent=1, ensure_ascii=False), file=out)

@@ -132,3 +132,29 @@ def test_state_of_a_first_batch_without_offsets_is_removed(tmp_path):
     clear_state_of_no_batch(str(fresh))
     clear_state_of_no_batch(str(running))
     assert not (fresh / "state").exists() and (running / "state" / "0" / "0" / "1.changelog").exists()
+
+
+def test_a_real_time_checkpoint_into_an_upsert_sink_is_not_continued_in_micro_batch(tmp_path):
+    """Real-time mode writes each change as it comes; continued by --once, the changes it
+    wrote after its last checkpoint would be netted per batch (a row inserted and deleted
+    writes nothing) and the upsert sink could keep showing one: refused, naming what to do.
+    An append sink is continued (its records were at least once either way)."""
+    from types import SimpleNamespace
+
+    from job.errors import PipelineError
+    from job.run.real_time import check_continuation, mark
+
+    def plan(name, sink_mode, mode="micro-batch"):
+        return SimpleNamespace(name=name, sink_mode=sink_mode, checkpoint=str(tmp_path / name),
+                               mode=lambda: mode, mode_reason=lambda: (mode, "--once reads what is available now and stops"))
+
+    upsert, append = plan("counts", "upsert"), plan("events", "append")
+    check_continuation([upsert, append])          # no real-time run yet
+    mark(upsert)
+    mark(append)
+    check_continuation([append, plan("counts", "upsert", mode="real-time")])
+    with pytest.raises(PipelineError) as refused:
+        check_continuation([upsert])
+    text = refused.value.render()
+    assert "query 'counts' runs in micro-batch mode (--once reads" in text and "written in real-time mode" in text
+    assert "start it on a new checkpoint directory" in text
