@@ -18,7 +18,9 @@ from job.plan.sink_watch import OUTPUTS, OutputCounts
 from job.run.metrics import BatchFigures, QueryTotals, figures
 
 
-def format_figures(f: BatchFigures) -> str:
+def format_figures(f: BatchFigures, real_time: bool = False) -> str:
+    """One line per batch. A real-time query's batch is its checkpoint interval, and its
+    records are written as they come: its length is not a latency, so it is not called one."""
     out = "?" if f.output_rows is None else f"{f.output_rows:,}"
     changes = ""
     if f.upserts is not None:
@@ -29,7 +31,7 @@ def format_figures(f: BatchFigures) -> str:
              f"state {f.state_rows:,} rows / {f.state_memory_bytes / 1e6:.1f} MB"
              + (f" in memory, {f.state_disk_bytes / 1e6:.1f} MB on disk" if f.state_disk_bytes else ""),
              f"watermark {f.watermark or '-'}",
-             f"latency {f.latency_ms:,} ms"]
+             f"checkpoint interval {f.latency_ms / 1000:,.1f} s" if real_time else f"latency {f.latency_ms:,} ms"]
     if f.bad_records:
         parts.append(f"bad records {f.bad_records:,}")
     return " | ".join(parts)
@@ -68,6 +70,7 @@ class ProgressReporter:
     changed: threading.Condition = field(default_factory=threading.Condition)
     closing: threading.Event = field(default_factory=threading.Event)
     taker: Optional[threading.Thread] = None
+    real_time: set = field(default_factory=set)   # names of the queries that run in real-time mode
 
     @classmethod
     def attach(cls, spark, out, **kwargs) -> "ProgressReporter":
@@ -129,7 +132,7 @@ class ProgressReporter:
             # A batch that read nothing and keeps no state (e.g. the last one of
             # --once) is not worth a line.
             if f.input_rows or f.state_rows or f.output_rows or p.get("stateOperators"):
-                print(format_figures(f), file=self.out, flush=True)
+                print(format_figures(f, f.query in self.real_time), file=self.out, flush=True)
         if self.on_batch is not None:
             self.on_batch(f)
 

@@ -173,7 +173,8 @@ def execute(spark, program, plans, options: RunOptions, err) -> int:
         for dl_name, _writer, checkpoint in plan.dead_letters:
             names.append(f"{plan.name}-{dl_name}")
             sink_keys[f"{plan.name}-{dl_name}"] = checkpoint
-    reporter = ProgressReporter.attach(spark, err, queries=set(names), sink_keys=sink_keys, exporters=exporters)
+    reporter = ProgressReporter.attach(spark, err, queries=set(names), sink_keys=sink_keys, exporters=exporters,
+                                       real_time={p.name for p in plans if p.mode() == "real-time"})
     from job.run.availability import Watchdog
 
     watchdog = Watchdog.start(program, err)  # 'streamsql.source.unavailable': wait for a broker, or exit 3

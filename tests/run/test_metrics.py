@@ -48,6 +48,8 @@ def test_recorded_change_counts_win_over_observations():
     assert "[p-1-sink] batch 7" in line and "in 1,200 rows" in line and "out 5 rows (4 upserts, 1 deletes)" in line
     assert "state 1,024 rows / 2.1 MB" in line and "watermark 2024-01-31T09:59:00.000Z" in line
     assert "latency 310 ms" in line and "bad records 3" in line
+    # a real-time query's batch is its checkpoint interval, not a latency
+    assert "| checkpoint interval 0.3 s | bad records 3" in format_figures(f, real_time=True)
 
 
 def test_unknown_output_and_no_watermark():
