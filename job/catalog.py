@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+from job.catalogs import Namespace
 from job.errors import PipelineError
 from job.sql.clauses import short_name  # noqa: F401 - the catalog's keys, imported from here
 from job.sql.statements import AddJar, CreateFunction, CreateTable, CreateView
@@ -22,6 +23,11 @@ class Catalog:
     # plays (job.plan.program.bind_tables); a table that plays none, when first asked for.
     bound: dict = field(default_factory=dict)
     bound_roles: dict = field(default_factory=dict)   # table key → the roles it was bound for
+    # Catalogs and databases (CREATE CATALOG / DATABASE, USE), each table's and view's
+    # (catalog, database), and what SHOW / DESCRIBE printed, in order.
+    namespace: Namespace = field(default_factory=Namespace)
+    paths: dict = field(default_factory=dict)
+    printed: list = field(default_factory=list)
 
     def add_function(self, function: CreateFunction) -> None:
         key = function.name.lower()
@@ -40,10 +46,12 @@ class Catalog:
         self._check_free(table.name, table.source, table.if_not_exists)
         if table.if_not_exists and self.lookup(table.name):
             return
+        self.paths[short_name(table.name).lower()] = self.namespace.path(table.name)[:2]
         self.tables[short_name(table.name).lower()] = table
 
     def add_view(self, view: CreateView) -> None:
         self._check_free(view.name, view.source, False)
+        self.paths[short_name(view.name).lower()] = self.namespace.path(view.name)[:2]
         self.views[short_name(view.name).lower()] = view
 
     def _check_free(self, name: str, source, if_not_exists: bool) -> None:
@@ -57,6 +65,14 @@ class Catalog:
     def lookup(self, name: str):
         key = short_name(name).lower()
         return self.tables.get(key) or self.views.get(key)
+
+    def in_database(self, catalog: str, database: str) -> list[str]:
+        """Keys of the tables and views declared in ``catalog.database``."""
+        return [key for key, path in self.paths.items() if path == (catalog, database)]
+
+    def drop(self, key: str) -> None:
+        for held in (self.tables, self.views, self.bound, self.bound_roles, self.paths):
+            held.pop(key, None)
 
     def table(self, name: str) -> Optional[CreateTable]:
         return self.tables.get(short_name(name).lower())

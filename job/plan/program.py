@@ -4,7 +4,7 @@ Everything here runs before any data is read: it is what ``--dry-run`` checks.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Mapping
 
@@ -12,8 +12,10 @@ from job.catalog import Catalog, short_name
 from job.connectors.registry import parse_duration_ms
 from job.errors import PipelineError
 from job.pipeline.load import LoadedPipeline
+from job.plan.namespace import apply as apply_namespace
 from job.sql.parse import parse_statement
-from job.sql.statements import AddJar, CreateFunction, CreateTable, CreateView, Insert, SetOption
+from job.sql.statements import (AddJar, CreateCatalog, CreateDatabase, CreateFunction, CreateTable, CreateView, Drop,
+                                 Explain, Insert, SetOption, Show, UseNamespace)
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,8 @@ class Program:
     secrets: frozenset = frozenset()
     checkpoint_dir: str | None = None
     reads: Mapping[int, frozenset[str]] = field(default_factory=dict)   # insert index → tables it reads
+    # EXPLAIN INSERT …: the indexes of INSERTs whose plan is printed, never run (as in Flink).
+    explained: frozenset = frozenset()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "conf", MappingProxyType(dict(self.conf)))
@@ -36,12 +40,16 @@ class Program:
 
 def build_program(loaded: LoadedPipeline) -> Program:
     catalog, conf, inserts = declare(loaded.statements, loaded.spark_conf)
+    explained = frozenset(i for i, insert in enumerate(inserts) if insert.explain_only)
+    if not inserts and catalog.printed:  # only SHOW / DESCRIBE: printed, nothing to run
+        return Program(loaded.name, catalog, conf, (), frozenset(loaded.secrets), loaded.checkpoint_dir)
     if not inserts:
         raise PipelineError("the pipeline has no INSERT INTO statement, so there is nothing to run",
                             origin=loaded.statements[-1].origin if loaded.statements else None,
                             hint="add INSERT INTO <sink> SELECT … FROM <source>")
     reads = {i: tables_read(catalog, insert.parsed) for i, insert in enumerate(inserts)}
-    program = Program(loaded.name, catalog, conf, inserts, frozenset(loaded.secrets), loaded.checkpoint_dir, reads)
+    program = Program(loaded.name, catalog, conf, inserts, frozenset(loaded.secrets), loaded.checkpoint_dir, reads,
+                      explained)
     validate(program)
     return program
 
@@ -52,6 +60,7 @@ def declare(statements, conf=None) -> tuple[Catalog, dict[str, str], list[Insert
     catalog = Catalog()
     conf = dict(conf or {})
     inserts: list[Insert] = []
+    explains: list[Insert] = []   # after the INSERTs: an EXPLAIN never renames a query (its checkpoint)
     for st in statements:
         try:
             statement = parse_statement(st)
@@ -71,9 +80,13 @@ def declare(statements, conf=None) -> tuple[Catalog, dict[str, str], list[Insert
                 conf[statement.key] = statement.value
             elif isinstance(statement, Insert):
                 inserts.append(statement)
+            elif isinstance(statement, Explain):
+                explains.append(replace(statement.insert, explain_only=True))
+            elif isinstance(statement, (CreateCatalog, CreateDatabase, UseNamespace, Drop, Show)):
+                apply_namespace(catalog, statement, inserts)
         except PipelineError as err:
             raise err.located(st.origin, st.text)
-    return catalog, conf, inserts
+    return catalog, conf, inserts + explains
 
 
 def tables_read(catalog: Catalog, query, seen: frozenset = frozenset()) -> set[str]:

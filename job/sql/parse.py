@@ -32,14 +32,16 @@ from job.errors import Origin, PipelineError
 from job.sql.flink.query import parse_query
 from job.sql.clauses import if_not_exists, name_list, optional_comment, qualified_name, short_name
 from job.sql.ddl import parse_create_table
+from job.sql import namespace_statements as namespace
 from job.sql.statements import AddJar, CreateFunction, CreateView, Insert, SetOption, Statement, StatementText
 from job.sql.tokens import EOF, IDENT, STRING, Token, TokenStream, describe
 
 SUPPORTED = (
-    "CREATE TABLE, CREATE VIEW, CREATE FUNCTION, ADD JAR, SET 'key' = 'value', INSERT INTO / INSERT OVERWRITE, "
+    "CREATE TABLE, CREATE VIEW, CREATE FUNCTION, CREATE CATALOG, CREATE DATABASE, USE [CATALOG], SHOW, DESCRIBE, "
+    "DROP, EXPLAIN, ADD JAR, SET 'key' = 'value', INSERT INTO / INSERT OVERWRITE, "
     "and the statement-set markers BEGIN STATEMENT SET / EXECUTE STATEMENT SET BEGIN … END"
 )
-_LEADING = ("CREATE", "INSERT", "SET", "BEGIN", "EXECUTE", "END", "ADD")
+_LEADING = ("CREATE", "INSERT", "SET", "BEGIN", "EXECUTE", "END", "ADD", "USE", "SHOW", "DESCRIBE", "DROP", "EXPLAIN")
 # Real Flink statements we do not run; no did-you-mean for these (RESET is not a typo of SET).
 _KNOWN_OTHERS = {
     "RESET", "DROP", "ALTER", "USE", "SHOW", "DESCRIBE", "DESC", "EXPLAIN", "LOAD", "UNLOAD",
@@ -73,6 +75,16 @@ def _dispatch(ts: TokenStream, st: StatementText) -> Optional[Statement]:
         return _insert(ts, st)
     if token.is_keyword("SET"):
         return _set(ts, st)
+    if token.is_keyword("USE"):
+        return namespace.use(ts, st)
+    if token.is_keyword("SHOW"):
+        return namespace.show(ts, st)
+    if token.is_keyword("DESCRIBE") or token.is_keyword("DESC"):
+        return namespace.describe(ts, st)
+    if token.is_keyword("DROP"):
+        return namespace.drop(ts, st)
+    if token.is_keyword("EXPLAIN"):
+        return namespace.explain(ts, st, _insert)
     if ts.at("ADD", "JAR"):
         ts.next(), ts.next()
         path = ts.string("the jar's path as a string literal ('/path/functions.jar')")
@@ -121,6 +133,10 @@ def _create(ts: TokenStream, st: StatementText) -> Statement:
         return _create_view(ts, st, temporary)
     if ts.at("FUNCTION") or ts.at("SYSTEM", "FUNCTION"):
         return _create_function(ts, st, temporary, create)
+    if ts.at("CATALOG") and not temporary:
+        return namespace.create_catalog(ts, st)
+    if ts.at("DATABASE") and not temporary:
+        return namespace.create_database(ts, st)
     kind = ts.peek()
     if kind.kind == IDENT:
         raise _unsupported(ts, create, f"CREATE {kind.value.upper()}")
