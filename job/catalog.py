@@ -28,6 +28,8 @@ class Catalog:
     namespace: Namespace = field(default_factory=Namespace)
     paths: dict = field(default_factory=dict)
     printed: list = field(default_factory=list)
+    # Tables of OPTIONS hints (add_hinted): key → (the table as written, the hint's keys, its statement).
+    hinted: dict = field(default_factory=dict)
 
     def add_function(self, function: CreateFunction) -> None:
         key = function.name.lower()
@@ -66,9 +68,29 @@ class Catalog:
         key = short_name(name).lower()
         return self.tables.get(key) or self.views.get(key)
 
+    def add_hinted(self, synthetic: str, written: str, hint, source) -> None:
+        """A table read or written with an ``OPTIONS`` hint: the table ``written`` names, its
+        options overridden by the hint's, under the name the query gives that scan or sink.
+        Its connector checks it like any table, at the hint's options where they are at fault."""
+        from dataclasses import replace
+
+        base = self.table(written)
+        located = dict(origin=hint.option_origins.get(next(iter(hint.options), None)),
+                       statement=source.text if source else None)
+        if base is None:
+            if self.view(written) is not None:
+                raise PipelineError(f"View '{written}' cannot be enriched with new options. Hints can only be "
+                                    "applied to tables.", **located)
+            raise PipelineError(f"Object '{written}' not found", hint="define it with CREATE TABLE first", **located)
+        hinted = replace(base, name=synthetic, options={**base.options, **hint.options},
+                         option_origins={**base.option_origins, **hint.option_origins})
+        self.tables[synthetic.lower()] = hinted
+        self.paths[synthetic.lower()] = self.paths.get(short_name(written).lower())
+        self.hinted[synthetic.lower()] = (written, frozenset(hint.options), source)
+
     def in_database(self, catalog: str, database: str) -> list[str]:
         """Keys of the tables and views declared in ``catalog.database``."""
-        return [key for key, path in self.paths.items() if path == (catalog, database)]
+        return [key for key, path in self.paths.items() if path == (catalog, database) and key not in self.hinted]
 
     def drop(self, key: str) -> None:
         for held in (self.tables, self.views, self.bound, self.bound_roles, self.paths):

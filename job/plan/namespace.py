@@ -106,7 +106,9 @@ def _check_unused(catalog: Catalog, key: str, inserts: list, drop: Drop) -> None
     from job.plan.program import tables_read
 
     for insert in inserts:
-        if short_name(insert.table).lower() == key or key in tables_read(catalog, insert.parsed):
+        used = {short_name(insert.table).lower()} | tables_read(catalog, insert.parsed)
+        used |= {short_name(catalog.hinted[k][0]).lower() for k in used if k in catalog.hinted}
+        if key in used:
             raise PipelineError(
                 f"DROP {drop.kind} {drop.name}: INSERT INTO {insert.table} before it uses it",
                 hint="the job starts every INSERT together once the whole file is read, so a table an INSERT uses "

@@ -71,6 +71,7 @@ def declare(statements, conf=None) -> tuple[Catalog, dict[str, str], list[Insert
                     statement = statement.like.merge(catalog.lookup(statement.like.table))
                 catalog.add_table(statement)
             elif isinstance(statement, CreateView):
+                _add_hinted(catalog, statement)
                 catalog.add_view(statement)
             elif isinstance(statement, CreateFunction):
                 catalog.add_function(statement)
@@ -79,14 +80,24 @@ def declare(statements, conf=None) -> tuple[Catalog, dict[str, str], list[Insert
             elif isinstance(statement, SetOption):
                 conf[statement.key] = statement.value
             elif isinstance(statement, Insert):
+                _add_hinted(catalog, statement)
                 inserts.append(statement)
             elif isinstance(statement, Explain):
+                _add_hinted(catalog, statement.insert)
                 explains.append(replace(statement.insert, explain_only=True))
             elif isinstance(statement, (CreateCatalog, CreateDatabase, UseNamespace, Drop, Show)):
                 apply_namespace(catalog, statement, inserts)
         except PipelineError as err:
             raise err.located(st.origin, st.text)
     return catalog, conf, inserts + explains
+
+
+def _add_hinted(catalog: Catalog, statement) -> None:
+    """The tables of the statement's OPTIONS hints (job.sql.flink.hints), in the catalog."""
+    for synthetic, written, hint in statement.parsed.table_hints:
+        catalog.add_hinted(synthetic, written, hint, statement.source)
+    if isinstance(statement, Insert) and statement.sink_hint:
+        catalog.add_hinted(*statement.sink_hint[:1], statement.table, statement.sink_hint[1], statement.source)
 
 
 def tables_read(catalog: Catalog, query, seen: frozenset = frozenset()) -> set[str]:
@@ -112,7 +123,7 @@ def validate(program: Program) -> None:
     for i, insert in enumerate(program.inserts):
         located = dict(origin=insert.source.origin if insert.source else None,
                        statement=insert.source.text if insert.source else None)
-        target = catalog.table(insert.table)
+        target = catalog.table(insert.sink_table)
         if target is None:
             hint = "INSERT INTO a view is not possible" if catalog.view(insert.table) else "define it with CREATE TABLE first"
             raise PipelineError(f"INSERT INTO '{insert.table}': no such table", hint=hint, **located)
@@ -131,6 +142,10 @@ def bind_tables(catalog: Catalog, roles: dict[str, set[str]]) -> None:
             try:
                 catalog.bound_table(key, role)
             except PipelineError as err:
+                written, keys, source = catalog.hinted.get(key, (None, (), None))
+                if err.option in keys:  # at the hint's option, in the statement that has the hint
+                    err.message = f"in the OPTIONS hint on '{written}': {err.message.replace(key, written)}"
+                    err.statement = source.text if source else None
                 raise err.located(table.source.origin if table.source else None, table.source.text if table.source else None)
 
 

@@ -29,6 +29,8 @@ import difflib
 from typing import Optional
 
 from job.errors import Origin, PipelineError
+from job.sql.flink.hints import parse as parse_hints
+from job.sql.flink.hints import synthetic_name
 from job.sql.flink.query import parse_query
 from job.sql.clauses import if_not_exists, name_list, optional_comment, qualified_name, short_name
 from job.sql.ddl import parse_create_table
@@ -211,12 +213,28 @@ def _insert(ts: TokenStream, st: StatementText) -> Insert:
             "INSERT … PARTITION (…) is not supported", ts.peek(),
             hint="select the partition values as columns instead.",
         )
+    sink_hint = _sink_hint(ts, st, table)
     columns: tuple[str, ...] = ()
     # "(" starts either a column list or a parenthesised query.
     if ts.at("(") and not any(ts.peek(1).matches(w) for w in _QUERY_START):
         columns = tuple(t.value for t in name_list(ts, "a column name"))
     query, origin = _query(ts, st)
-    return Insert(table, query, origin, columns, overwrite, st, parse_query(query, origin, st.text))
+    return Insert(table, query, origin, columns, overwrite, st, parse_query(query, origin, st.text),
+                  sink_hint=sink_hint)
+
+
+def _sink_hint(ts: TokenStream, st: StatementText, table: str):
+    """``INSERT INTO t /*+ OPTIONS(…) */``: the tokenizer skips the hint as a comment; it is read here."""
+    gap = st.text[ts.prev_end : ts.peek().start]
+    at = gap.find("/*+")
+    if at < 0:
+        return None
+    start = ts.prev_end + at
+    end = st.text.find("*/", start)
+    if end < 0:
+        raise ts.error_at(start, "the hint /*+ … is not closed with */")
+    hints = parse_hints(st.text, start, end + 2, True, st.origin, st.text)
+    return synthetic_name(short_name(table), hints[0]), hints[0]
 
 
 # --------------------------------------------------------------------------- SET

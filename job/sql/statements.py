@@ -132,6 +132,13 @@ class Insert:
     source: Optional[StatementText] = None
     parsed: Optional["Query"] = field(default=None, compare=False, repr=False)  # the query, parsed once
     explain_only: bool = False      # EXPLAIN INSERT …: planned and printed, not run
+    # INSERT INTO t /*+ OPTIONS(…) */: (the name the sink is bound under, the Hint) (job.sql.flink.hints)
+    sink_hint: Optional[tuple] = field(default=None, compare=False, repr=False)
+
+    @property
+    def sink_table(self) -> str:
+        """The table the INSERT writes, as bound: its OPTIONS hint's table if it has one."""
+        return self.sink_hint[0] if self.sink_hint else self.table
 
 
 @dataclass(frozen=True)
