@@ -93,6 +93,8 @@ def collect(statements: Sequence[str], query: str, *, spark=None, checkpoint_dir
 
         spark = build_session("collect", {})
     parsed = parse_query(query, Origin("query"), query)
+    for synthetic, written, hint in parsed.table_hints:  # OPTIONS hints: their tables, as declare() adds them
+        catalog.add_hinted(synthetic, written, hint, None)
     checkpoint = checkpoint_dir or tempfile.mkdtemp(prefix="streamsql-collect-")
     reads = [catalog.bound_table(name, "source") for name in sorted(tables_read(catalog, parsed))]
     planner, rel, reading = plan_query(spark, catalog, settings_conf, parsed, checkpoint, tables=reads, once=True)

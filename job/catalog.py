@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+from job.catalogs import Namespace
 from job.errors import PipelineError
 from job.sql.clauses import short_name  # noqa: F401 - the catalog's keys, imported from here
 from job.sql.statements import AddJar, CreateFunction, CreateTable, CreateView
@@ -22,6 +23,13 @@ class Catalog:
     # plays (job.plan.program.bind_tables); a table that plays none, when first asked for.
     bound: dict = field(default_factory=dict)
     bound_roles: dict = field(default_factory=dict)   # table key → the roles it was bound for
+    # Catalogs and databases (CREATE CATALOG / DATABASE, USE), each table's and view's
+    # (catalog, database), and what SHOW / DESCRIBE printed, in order.
+    namespace: Namespace = field(default_factory=Namespace)
+    paths: dict = field(default_factory=dict)
+    printed: list = field(default_factory=list)
+    # Tables of OPTIONS hints (add_hinted): key → (the table as written, the hint's keys, its statement).
+    hinted: dict = field(default_factory=dict)
 
     def add_function(self, function: CreateFunction) -> None:
         key = function.name.lower()
@@ -40,10 +48,12 @@ class Catalog:
         self._check_free(table.name, table.source, table.if_not_exists)
         if table.if_not_exists and self.lookup(table.name):
             return
+        self.paths[short_name(table.name).lower()] = self.namespace.path(table.name)[:2]
         self.tables[short_name(table.name).lower()] = table
 
     def add_view(self, view: CreateView) -> None:
         self._check_free(view.name, view.source, False)
+        self.paths[short_name(view.name).lower()] = self.namespace.path(view.name)[:2]
         self.views[short_name(view.name).lower()] = view
 
     def _check_free(self, name: str, source, if_not_exists: bool) -> None:
@@ -57,6 +67,34 @@ class Catalog:
     def lookup(self, name: str):
         key = short_name(name).lower()
         return self.tables.get(key) or self.views.get(key)
+
+    def add_hinted(self, synthetic: str, written: str, hint, source) -> None:
+        """A table read or written with an ``OPTIONS`` hint: the table ``written`` names, its
+        options overridden by the hint's, under the name the query gives that scan or sink.
+        Its connector checks it like any table, at the hint's options where they are at fault."""
+        from dataclasses import replace
+
+        base = self.table(written)
+        located = dict(origin=hint.option_origins.get(next(iter(hint.options), None)),
+                       statement=source.text if source else None)
+        if base is None:
+            if self.view(written) is not None:
+                raise PipelineError(f"View '{written}' cannot be enriched with new options. Hints can only be "
+                                    "applied to tables.", **located)
+            raise PipelineError(f"Object '{written}' not found", hint="define it with CREATE TABLE first", **located)
+        hinted = replace(base, name=synthetic, options={**base.options, **hint.options},
+                         option_origins={**base.option_origins, **hint.option_origins})
+        self.tables[synthetic.lower()] = hinted
+        self.paths[synthetic.lower()] = self.paths.get(short_name(written).lower())
+        self.hinted[synthetic.lower()] = (written, frozenset(hint.options), source)
+
+    def in_database(self, catalog: str, database: str) -> list[str]:
+        """Keys of the tables and views declared in ``catalog.database``."""
+        return [key for key, path in self.paths.items() if path == (catalog, database) and key not in self.hinted]
+
+    def drop(self, key: str) -> None:
+        for held in (self.tables, self.views, self.bound, self.bound_roles, self.paths):
+            held.pop(key, None)
 
     def table(self, name: str) -> Optional[CreateTable]:
         return self.tables.get(short_name(name).lower())

@@ -109,6 +109,8 @@ def split_statements(text: str, origin: Origin, *, indent: int = 0) -> list[Stat
                     hint="close the comment with */.",
                 )
             i = close + 2
+            if text.startswith("+", m.end()):  # a hint (/*+ … */) is part of the statement, even at its end
+                mark(m.start(), i)
         else:
             i = _end_of_quoted(text, m.start())
             if i < 0:

@@ -4,7 +4,7 @@ Everything here runs before any data is read: it is what ``--dry-run`` checks.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Mapping
 
@@ -12,8 +12,10 @@ from job.catalog import Catalog, short_name
 from job.connectors.registry import parse_duration_ms
 from job.errors import PipelineError
 from job.pipeline.load import LoadedPipeline
+from job.plan.namespace import apply as apply_namespace
 from job.sql.parse import parse_statement
-from job.sql.statements import AddJar, CreateFunction, CreateTable, CreateView, Insert, SetOption
+from job.sql.statements import (AddJar, CreateCatalog, CreateDatabase, CreateFunction, CreateTable, CreateView, Drop,
+                                 Explain, Insert, SetOption, Show, UseNamespace)
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,8 @@ class Program:
     secrets: frozenset = frozenset()
     checkpoint_dir: str | None = None
     reads: Mapping[int, frozenset[str]] = field(default_factory=dict)   # insert index → tables it reads
+    # EXPLAIN INSERT …: the indexes of INSERTs whose plan is printed, never run (as in Flink).
+    explained: frozenset = frozenset()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "conf", MappingProxyType(dict(self.conf)))
@@ -36,12 +40,16 @@ class Program:
 
 def build_program(loaded: LoadedPipeline) -> Program:
     catalog, conf, inserts = declare(loaded.statements, loaded.spark_conf)
+    explained = frozenset(i for i, insert in enumerate(inserts) if insert.explain_only)
+    if not inserts and catalog.printed:  # only SHOW / DESCRIBE: printed, nothing to run
+        return Program(loaded.name, catalog, conf, (), frozenset(loaded.secrets), loaded.checkpoint_dir)
     if not inserts:
         raise PipelineError("the pipeline has no INSERT INTO statement, so there is nothing to run",
                             origin=loaded.statements[-1].origin if loaded.statements else None,
                             hint="add INSERT INTO <sink> SELECT … FROM <source>")
     reads = {i: tables_read(catalog, insert.parsed) for i, insert in enumerate(inserts)}
-    program = Program(loaded.name, catalog, conf, inserts, frozenset(loaded.secrets), loaded.checkpoint_dir, reads)
+    program = Program(loaded.name, catalog, conf, inserts, frozenset(loaded.secrets), loaded.checkpoint_dir, reads,
+                      explained)
     validate(program)
     return program
 
@@ -52,6 +60,7 @@ def declare(statements, conf=None) -> tuple[Catalog, dict[str, str], list[Insert
     catalog = Catalog()
     conf = dict(conf or {})
     inserts: list[Insert] = []
+    explains: list[Insert] = []   # after the INSERTs: an EXPLAIN never renames a query (its checkpoint)
     for st in statements:
         try:
             statement = parse_statement(st)
@@ -62,6 +71,7 @@ def declare(statements, conf=None) -> tuple[Catalog, dict[str, str], list[Insert
                     statement = statement.like.merge(catalog.lookup(statement.like.table))
                 catalog.add_table(statement)
             elif isinstance(statement, CreateView):
+                _add_hinted(catalog, statement)
                 catalog.add_view(statement)
             elif isinstance(statement, CreateFunction):
                 catalog.add_function(statement)
@@ -70,10 +80,24 @@ def declare(statements, conf=None) -> tuple[Catalog, dict[str, str], list[Insert
             elif isinstance(statement, SetOption):
                 conf[statement.key] = statement.value
             elif isinstance(statement, Insert):
+                _add_hinted(catalog, statement)
                 inserts.append(statement)
+            elif isinstance(statement, Explain):
+                _add_hinted(catalog, statement.insert)
+                explains.append(replace(statement.insert, explain_only=True))
+            elif isinstance(statement, (CreateCatalog, CreateDatabase, UseNamespace, Drop, Show)):
+                apply_namespace(catalog, statement, inserts)
         except PipelineError as err:
             raise err.located(st.origin, st.text)
-    return catalog, conf, inserts
+    return catalog, conf, inserts + explains
+
+
+def _add_hinted(catalog: Catalog, statement) -> None:
+    """The tables of the statement's OPTIONS hints (job.sql.flink.hints), in the catalog."""
+    for synthetic, written, hint in statement.parsed.table_hints:
+        catalog.add_hinted(synthetic, written, hint, statement.source)
+    if isinstance(statement, Insert) and statement.sink_hint:
+        catalog.add_hinted(*statement.sink_hint[:1], statement.table, statement.sink_hint[1], statement.source)
 
 
 def tables_read(catalog: Catalog, query, seen: frozenset = frozenset()) -> set[str]:
@@ -99,7 +123,7 @@ def validate(program: Program) -> None:
     for i, insert in enumerate(program.inserts):
         located = dict(origin=insert.source.origin if insert.source else None,
                        statement=insert.source.text if insert.source else None)
-        target = catalog.table(insert.table)
+        target = catalog.table(insert.sink_table)
         if target is None:
             hint = "INSERT INTO a view is not possible" if catalog.view(insert.table) else "define it with CREATE TABLE first"
             raise PipelineError(f"INSERT INTO '{insert.table}': no such table", hint=hint, **located)
@@ -118,6 +142,10 @@ def bind_tables(catalog: Catalog, roles: dict[str, set[str]]) -> None:
             try:
                 catalog.bound_table(key, role)
             except PipelineError as err:
+                written, keys, source = catalog.hinted.get(key, (None, (), None))
+                if err.option in keys:  # at the hint's option, in the statement that has the hint
+                    err.message = f"in the OPTIONS hint on '{written}': {err.message.replace(key, written)}"
+                    err.statement = source.text if source else None
                 raise err.located(table.source.origin if table.source else None, table.source.text if table.source else None)
 
 

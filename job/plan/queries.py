@@ -140,7 +140,7 @@ def plan_insert(spark, program: Program, index: int, *, checkpoint_dir: str, onc
     from job.plan.sink import plan_sink
 
     insert = program.inserts[index]
-    bound = program.catalog.bound_table(insert.table, "sink")
+    bound = program.catalog.bound_table(insert.sink_table, "sink")
     table, connector, options = bound.table, bound.connector, dict(bound.options)
     name = query_name(program, index, insert.table)
     checkpoint = str(Path(checkpoint_dir) / name)

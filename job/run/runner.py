@@ -102,6 +102,11 @@ def _run(options: RunOptions, out, err, masker: Masker, program=None) -> int:
         program = build_program(loaded)
     masker.add(program.secrets)
     masker.add(collect_secrets(program))
+    for printed in program.catalog.printed:  # SHOW / DESCRIBE, as Flink's SQL client prints them
+        print(printed, file=out)
+    out.flush()
+    if not program.inserts:
+        return EXIT_OK
     from job.run.availability import settings as availability_settings
 
     availability_settings(program.conf)  # a bad 'streamsql.source.unavailable' fails before Spark starts
@@ -112,7 +117,6 @@ def _run(options: RunOptions, out, err, masker: Masker, program=None) -> int:
     if not options.dry_run:
         check_endpoints(program)
 
-    from job.plan.explain import explain_json, explain_lines
     from job.plan.queries import plan_queries
     from job.run.session import build_session, catalog_conf
 
@@ -123,9 +127,14 @@ def _run(options: RunOptions, out, err, masker: Masker, program=None) -> int:
         quiet_jvm_logs(spark, options.verbose)
         return spark
 
+    explained: list = []
+
     def plan(spark, blocked=""):
-        return plan_queries(spark, program, checkpoint_dir=checkpoint_dir, offline=options.dry_run,
-                            once=options.once, real_time_blocked=blocked)
+        plans = plan_queries(spark, program, checkpoint_dir=checkpoint_dir, offline=options.dry_run,
+                             once=options.once, real_time_blocked=blocked)
+        # EXPLAIN INSERT …: its plan is printed, as --explain prints it, and it does not run.
+        explained[:] = [p for p in plans if p.insert_index in program.explained]
+        return [p for p in plans if p.insert_index not in program.explained]
 
     from pyspark.sql import SparkSession
 
@@ -140,24 +149,34 @@ def _run(options: RunOptions, out, err, masker: Masker, program=None) -> int:
         spark, plans = fit(spark, plans, err, rebuild=session, replan=plan, own_session=own_session)
     from job.run.compat import check_checkpoints
 
+    if explained:
+        _print_plans(program, explained, checkpoint_dir, options, out)
+        if not plans:
+            return EXIT_OK
     # A checkpoint written by an incompatible version of a query: refuse before running.
     check_checkpoints(program, plans, write=not options.dry_run)
     from job.run.real_time import check_continuation
 
     check_continuation(plans)  # a real-time checkpoint continued in micro-batch mode
     if options.dry_run or options.explain:
-        if options.explain_format == "json":
-            print(json.dumps(explain_json(program, plans, checkpoint_dir), indent=1, ensure_ascii=False), file=out)
-        else:
-            for line in explain_lines(program, plans, checkpoint_dir):
-                print(line, file=out)
-        out.flush()
+        _print_plans(program, plans, checkpoint_dir, options, out)
         if options.dry_run:
             return EXIT_OK
     from job.connectors.registry import start_services
 
     start_services(spark, program.conf, err)  # e.g. the lake's Thrift JDBC server
     return execute(spark, program, plans, options, err)
+
+
+def _print_plans(program, plans, checkpoint_dir, options: RunOptions, out) -> None:
+    from job.plan.explain import explain_json, explain_lines
+
+    if options.explain_format == "json":
+        print(json.dumps(explain_json(program, plans, checkpoint_dir), indent=1, ensure_ascii=False), file=out)
+    else:
+        for line in explain_lines(program, plans, checkpoint_dir):
+            print(line, file=out)
+    out.flush()
 
 
 def execute(spark, program, plans, options: RunOptions, err) -> int:

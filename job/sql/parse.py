@@ -29,17 +29,21 @@ import difflib
 from typing import Optional
 
 from job.errors import Origin, PipelineError
+from job.sql.flink.hints import parse as parse_hints
+from job.sql.flink.hints import synthetic_name
 from job.sql.flink.query import parse_query
 from job.sql.clauses import if_not_exists, name_list, optional_comment, qualified_name, short_name
 from job.sql.ddl import parse_create_table
+from job.sql import namespace_statements as namespace
 from job.sql.statements import AddJar, CreateFunction, CreateView, Insert, SetOption, Statement, StatementText
 from job.sql.tokens import EOF, IDENT, STRING, Token, TokenStream, describe
 
 SUPPORTED = (
-    "CREATE TABLE, CREATE VIEW, CREATE FUNCTION, ADD JAR, SET 'key' = 'value', INSERT INTO / INSERT OVERWRITE, "
+    "CREATE TABLE, CREATE VIEW, CREATE FUNCTION, CREATE CATALOG, CREATE DATABASE, USE [CATALOG], SHOW, DESCRIBE, "
+    "DROP, EXPLAIN, ADD JAR, SET 'key' = 'value', INSERT INTO / INSERT OVERWRITE, "
     "and the statement-set markers BEGIN STATEMENT SET / EXECUTE STATEMENT SET BEGIN … END"
 )
-_LEADING = ("CREATE", "INSERT", "SET", "BEGIN", "EXECUTE", "END", "ADD")
+_LEADING = ("CREATE", "INSERT", "SET", "BEGIN", "EXECUTE", "END", "ADD", "USE", "SHOW", "DESCRIBE", "DROP", "EXPLAIN")
 # Real Flink statements we do not run; no did-you-mean for these (RESET is not a typo of SET).
 _KNOWN_OTHERS = {
     "RESET", "DROP", "ALTER", "USE", "SHOW", "DESCRIBE", "DESC", "EXPLAIN", "LOAD", "UNLOAD",
@@ -73,6 +77,16 @@ def _dispatch(ts: TokenStream, st: StatementText) -> Optional[Statement]:
         return _insert(ts, st)
     if token.is_keyword("SET"):
         return _set(ts, st)
+    if token.is_keyword("USE"):
+        return namespace.use(ts, st)
+    if token.is_keyword("SHOW"):
+        return namespace.show(ts, st)
+    if token.is_keyword("DESCRIBE") or token.is_keyword("DESC"):
+        return namespace.describe(ts, st)
+    if token.is_keyword("DROP"):
+        return namespace.drop(ts, st)
+    if token.is_keyword("EXPLAIN"):
+        return namespace.explain(ts, st, _insert)
     if ts.at("ADD", "JAR"):
         ts.next(), ts.next()
         path = ts.string("the jar's path as a string literal ('/path/functions.jar')")
@@ -121,6 +135,10 @@ def _create(ts: TokenStream, st: StatementText) -> Statement:
         return _create_view(ts, st, temporary)
     if ts.at("FUNCTION") or ts.at("SYSTEM", "FUNCTION"):
         return _create_function(ts, st, temporary, create)
+    if ts.at("CATALOG") and not temporary:
+        return namespace.create_catalog(ts, st)
+    if ts.at("DATABASE") and not temporary:
+        return namespace.create_database(ts, st)
     kind = ts.peek()
     if kind.kind == IDENT:
         raise _unsupported(ts, create, f"CREATE {kind.value.upper()}")
@@ -195,12 +213,28 @@ def _insert(ts: TokenStream, st: StatementText) -> Insert:
             "INSERT … PARTITION (…) is not supported", ts.peek(),
             hint="select the partition values as columns instead.",
         )
+    sink_hint = _sink_hint(ts, st, table)
     columns: tuple[str, ...] = ()
     # "(" starts either a column list or a parenthesised query.
     if ts.at("(") and not any(ts.peek(1).matches(w) for w in _QUERY_START):
         columns = tuple(t.value for t in name_list(ts, "a column name"))
     query, origin = _query(ts, st)
-    return Insert(table, query, origin, columns, overwrite, st, parse_query(query, origin, st.text))
+    return Insert(table, query, origin, columns, overwrite, st, parse_query(query, origin, st.text),
+                  sink_hint=sink_hint)
+
+
+def _sink_hint(ts: TokenStream, st: StatementText, table: str):
+    """``INSERT INTO t /*+ OPTIONS(…) */``: the tokenizer skips the hint as a comment; it is read here."""
+    gap = st.text[ts.prev_end : ts.peek().start]
+    at = gap.find("/*+")
+    if at < 0:
+        return None
+    start = ts.prev_end + at
+    end = st.text.find("*/", start)
+    if end < 0:
+        raise ts.error_at(start, "the hint /*+ … is not closed with */")
+    hints = parse_hints(st.text, start, end + 2, True, st.origin, st.text)
+    return synthetic_name(short_name(table), hints[0]), hints[0]
 
 
 # --------------------------------------------------------------------------- SET

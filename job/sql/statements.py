@@ -131,6 +131,14 @@ class Insert:
     overwrite: bool = False
     source: Optional[StatementText] = None
     parsed: Optional["Query"] = field(default=None, compare=False, repr=False)  # the query, parsed once
+    explain_only: bool = False      # EXPLAIN INSERT …: planned and printed, not run
+    # INSERT INTO t /*+ OPTIONS(…) */: (the name the sink is bound under, the Hint) (job.sql.flink.hints)
+    sink_hint: Optional[tuple] = field(default=None, compare=False, repr=False)
+
+    @property
+    def sink_table(self) -> str:
+        """The table the INSERT writes, as bound: its OPTIONS hint's table if it has one."""
+        return self.sink_hint[0] if self.sink_hint else self.table
 
 
 @dataclass(frozen=True)
@@ -156,4 +164,64 @@ class AddJar:
     source: Optional[StatementText] = None
 
 
-Statement = Union[CreateTable, CreateView, SetOption, Insert, CreateFunction, AddJar]
+@dataclass(frozen=True)
+class CreateCatalog:
+    """``CREATE CATALOG [IF NOT EXISTS] name WITH ('type' = '…', …)``: job.catalogs maps the type."""
+
+    name: str
+    options: Mapping[str, str] = field(default_factory=dict, compare=False)
+    if_not_exists: bool = False
+    source: Optional[StatementText] = None
+
+
+@dataclass(frozen=True)
+class UseNamespace:
+    """``USE CATALOG name`` (``kind`` 'catalog') or ``USE [catalog.]database`` ('database')."""
+
+    kind: str
+    name: str
+    source: Optional[StatementText] = None
+
+
+@dataclass(frozen=True)
+class CreateDatabase:
+    """``CREATE DATABASE [IF NOT EXISTS] [catalog.]name [COMMENT '…'] [WITH (…)]``."""
+
+    name: str
+    if_not_exists: bool = False
+    source: Optional[StatementText] = None
+
+
+@dataclass(frozen=True)
+class Drop:
+    """``DROP [TEMPORARY] TABLE|VIEW|DATABASE|CATALOG|FUNCTION [IF EXISTS] name [RESTRICT|CASCADE]``."""
+
+    kind: str                       # TABLE | VIEW | DATABASE | CATALOG | FUNCTION
+    name: str
+    if_exists: bool = False
+    cascade: bool = False
+    source: Optional[StatementText] = None
+
+
+@dataclass(frozen=True)
+class Show:
+    """``SHOW CATALOGS|DATABASES|TABLES|VIEWS|FUNCTIONS|USER FUNCTIONS|CURRENT CATALOG|CURRENT DATABASE``
+    and ``DESCRIBE name`` (``what`` 'DESCRIBE', ``name`` the table): printed as Flink's SQL client prints
+    them, with the catalog as it is at this point of the file."""
+
+    what: str
+    name: Optional[str] = None
+    source: Optional[StatementText] = None
+
+
+@dataclass(frozen=True)
+class Explain:
+    """``EXPLAIN [PLAN FOR] INSERT …``: the INSERT's plan is printed (as --explain prints it);
+    the INSERT does not run, as in Flink."""
+
+    insert: "Insert"
+    source: Optional[StatementText] = None
+
+
+Statement = Union[CreateTable, CreateView, SetOption, Insert, CreateFunction, AddJar, CreateCatalog, UseNamespace,
+                  CreateDatabase, Drop, Show, Explain]

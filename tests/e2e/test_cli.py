@@ -67,9 +67,9 @@ def test_syntax_error(tmp_path):
 
 
 def test_unsupported_statement(tmp_path):
-    write(tmp_path, "p.sql", f"{DATAGEN}\n{PRINT}\nDROP TABLE src;\n{INSERT}\n")
+    write(tmp_path, "p.sql", f"{DATAGEN}\n{PRINT}\nALTER TABLE src RENAME TO s;\n{INSERT}\n")
     msg = error_of(job("--file", "p.sql", cwd=tmp_path))
-    assert "p.sql:3:1:" in msg and "unsupported statement 'DROP'" in msg
+    assert "p.sql:3:1:" in msg and "unsupported statement 'ALTER'" in msg
 
 
 def test_unknown_connector_with_did_you_mean(tmp_path):
@@ -336,3 +336,20 @@ def test_spark_submit_sh_name_names_the_application(tmp_path):
 
     assert app_name("p.sql", "--dry-run", "--name", "nightly") == "nightly"
     assert app_name("p.sql", "--dry-run") == "p"
+
+
+@pytest.mark.slow
+def test_catalog_statements_and_explain_run(tmp_path):
+    """A file in Flink's catalog style: its own catalog and database, qualified names, SHOW and
+    EXPLAIN. The EXPLAIN's INSERT is printed as --explain prints it and does not run; the other
+    INSERT writes the source's 10 rows."""
+    write(tmp_path, "p.sql", "\n".join([
+        "CREATE CATALOG c WITH ('type' = 'generic_in_memory');", "USE CATALOG c;",
+        "CREATE DATABASE IF NOT EXISTS shop;", DATAGEN.replace("TABLE src", "TABLE c.shop.src"),
+        PRINT.replace("TABLE out", "TABLE shop.out"), "USE shop;", "SHOW TABLES;",
+        "EXPLAIN PLAN FOR INSERT INTO out SELECT id, name FROM src WHERE id > 5;", INSERT]))
+    done = job("--file", "p.sql", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "| table name |\n+------------+\n|        out |\n|        src |" in done.stdout
+    assert "WHERE id > 5" in done.stdout and "- filter: id > 5" in done.stdout
+    assert len([line for line in done.stdout.splitlines() if line.startswith("+I[")]) == 10, done.stdout

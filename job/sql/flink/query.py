@@ -16,6 +16,8 @@ from sqlglot.tokens import TokenType
 
 from job.errors import Origin, PipelineError
 from job.sql.flink.dialect import DIALECT, WindowTVF
+from job.sql.flink.hints import attach as attach_hints
+from job.sql.flink.hints import extract as extract_hints
 from job.sql.flink.normalize import normalize
 
 # Flink SQL the job does not run; refused by name where it is written, before parsing
@@ -37,6 +39,8 @@ class Query:
     tree: exp.Expression = field(compare=False, repr=False)
     tables: tuple[str, ...] = ()
     statement: Optional[str] = field(default=None, compare=False, repr=False)
+    # OPTIONS hints: ((the hinted scan's table name, the table as written, Hint), …) (job.sql.flink.hints)
+    table_hints: tuple = field(default=(), compare=False, repr=False)
 
     # ------------------------------------------------------------------ positions
     def origin_of(self, node: Optional[exp.Expression]) -> Origin:
@@ -75,10 +79,8 @@ def parse_query(text: str, origin: Origin, statement: Optional[str] = None) -> Q
         return PipelineError(message, origin=origin.offset(text, max(0, min(index, len(text)))),
                              statement=statement, hint=hint)
 
-    hint_at = _hint_position(text)
-    if hint_at is not None:
-        raise fail(hint_at, "SQL hints (/*+ … */) are not supported yet",
-                   hint="set table options in the CREATE TABLE's WITH clause instead of an OPTIONS hint")
+    text_with_hints = text
+    text, hints = extract_hints(text, origin, statement)  # blanked out: positions stay the user's
     try:
         tokens = DIALECT.tokenize(text)
     except TokenError as exc:
@@ -102,7 +104,8 @@ def parse_query(text: str, origin: Origin, statement: Optional[str] = None) -> Q
     if len(trees) != 1 or trees[0] is None:
         raise fail(0, "expected exactly one query")
     tree = normalize(trees[0])
-    query = Query(text, origin, tree, tables_named(tree), statement)
+    table_hints = attach_hints(tree, hints, origin, text, statement)
+    query = Query(text_with_hints, origin, tree, tables_named(tree), statement, table_hints)
     null = untyped_null_column(tree)
     if null is not None:
         raise query.error(null, "Illegal use of 'NULL'", hint="give the NULL a type: CAST(NULL AS INT)")
@@ -184,31 +187,6 @@ def _token_error_index(text: str, exc: Exception) -> int:
         return 0
     lines = text.split("\n")
     return sum(len(l) + 1 for l in lines[: int(m.group(1)) - 1]) + int(m.group(2)) - 1
-
-
-def _hint_position(text: str) -> Optional[int]:
-    """Where the first ``/*+`` hint starts outside strings, names and comments. Flink's
-    hints (``/*+ OPTIONS(…) */``, join hints) change how a query runs: run without them,
-    the query would silently be a different one."""
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c in "'`":
-            end = text.find(c, i + 1)
-            while end >= 0 and text[end + 1:end + 2] == c:  # doubled quote: an escaped one
-                end = text.find(c, end + 2)
-            i = n if end < 0 else end + 1
-        elif text.startswith("--", i):
-            end = text.find("\n", i)
-            i = n if end < 0 else end + 1
-        elif text.startswith("/*+", i):
-            return i
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            i = n if end < 0 else end + 2
-        else:
-            i += 1
-    return None
 
 
 def is_proctime_call(node: Optional[exp.Expression]) -> bool:
