@@ -54,12 +54,16 @@ final class TableBudget {
   }
 
   private static volatile TableBudget executors;
+  private static volatile SparkEnv derivedFor;
 
-  /** This executor's budget (its settings do not change while it runs: derived once). */
+  /**
+   * This executor's budget, derived once per SparkEnv: a session started again in the
+   * same JVM (local mode given more threads) has a new one, and its own task slots.
+   */
   static TableBudget ofThisExecutor() {
     TableBudget b = executors;
-    if (b == null) {
-      SparkEnv env = SparkEnv.get();
+    SparkEnv env = SparkEnv.get();
+    if (b == null || env != derivedFor) {
       int cores = Runtime.getRuntime().availableProcessors();
       long heap = Runtime.getRuntime().maxMemory();
       if (env == null) {  // outside Spark (unit tests): the heap, one slot per core
@@ -74,6 +78,7 @@ final class TableBudget {
             TableBudget::freeHeap);
       }
       executors = b;
+      derivedFor = env;
     }
     return b;
   }
