@@ -3,9 +3,11 @@ machine's load, for throughput, latency and Nexmark.
 
     .venv/bin/python benchmarks/summary.py [--results-dir benchmarks/results] [--out docs/performance.md]
 
-Throughput: the latest round of each (query, source, events per table); per cache state the
-median over its runs of each engine's wall seconds, events read per second, CPU seconds and
-peak RSS, and the ratio job ÷ Flink of events/s (the target is ≥ 1.5). Latency: the latest run
+Throughput: the latest round of each (query, source, events per table, keys, sink); per cache
+state the median over its runs of each engine's wall seconds, events read per second and CPU
+seconds with their range (min–max), peak RSS, the ratio job ÷ Flink of the median events/s
+(the target is ≥ 1.5), the number of interleaved pairs, and for a real sink whether each
+run's topic table equals the reference and the other engine's. Latency: the latest run
 of each (query, rate, engine). Nexmark: the latest record of each query.
 """
 from __future__ import annotations
@@ -36,6 +38,8 @@ export SPARK_LOCAL_IP=127.0.0.1
 scripts/flink.sh install && scripts/kafka.sh start --name bench --port 19192
 .venv/bin/python benchmarks/throughput.py --query count --source files --per-table 500000 --pairs 3
 .venv/bin/python benchmarks/throughput.py --query join --source kafka --per-table 5000000 --pairs 3
+.venv/bin/python benchmarks/throughput.py --query join --per-table 5000000 --keys 1000000 --pairs 4  # 1 cold, 3 warm
+.venv/bin/python benchmarks/throughput.py --query join --per-table 5000000 --keys 1000000 --sink upsert-kafka --pairs 4
 .venv/bin/python benchmarks/throughput.py --query join --source files --per-table 20000 --check
 .venv/bin/python benchmarks/latency_engines.py --query count --rate 1000 --seconds 60
 .venv/bin/python benchmarks/latency_engines.py --query join --rate 1000 --warmup 150   # the settled window
@@ -93,19 +97,39 @@ def load_range(records) -> str:
     return lo if lo == hi else f"{lo}–{hi}"
 
 
+def cell(r: dict) -> tuple:
+    """A throughput cell: the query and the shape of its input and sink (rounds recorded
+    before keys and sinks were parameters: the benchmark's 100,000 keys, a blackhole)."""
+    return r["query"], r["source"], r["per_table"], r.get("keys", 100_000), r.get("sink", "blackhole")
+
+
+def sink_checks(runs: list[dict]) -> str:
+    """How many of the runs' sink tables equal the reference and the other engine's."""
+    checked = [r for r in runs if "sink_same_as_reference" in r]
+    if not checked:
+        return "–"
+    ref = sum(bool(r["sink_same_as_reference"]) for r in checked)
+    paired = [r for r in checked if r.get("sink_same_as_other") is not None]
+    other = sum(bool(r["sink_same_as_other"]) for r in paired)
+    verdict = f"{ref}/{len(checked)} = ref, {other}/{len(paired)} = other engine"
+    return verdict if ref == len(checked) and other == len(paired) else f"**{verdict}**"
+
+
 def throughput_table(records: list[dict]) -> list[str]:
+    """The newest round of each cell (query, source, events per table, keys, sink); per cache
+    state each engine's median over the round's runs with its range, and the ratio of the
+    medians. A cell of fewer than 3 interleaved pairs says so: one run is no figure."""
     latest: dict = {}
     for r in records:
-        key = (r["query"], r["source"], r["per_table"])
-        if key not in latest or r["round"] > latest[key]:
-            latest[key] = r["round"]
-    rows = ["| query | source | events per table (read) | cache | runs F/J | Flink wall s | job wall s "
+        if cell(r) not in latest or r["round"] > latest[cell(r)]:
+            latest[cell(r)] = r["round"]
+    rows = ["| query | source | events per table (read) | keys | sink | cache | pairs | Flink wall s | job wall s "
             "| Flink events/s | job events/s | ratio job/Flink | Flink CPU s | job CPU s | Flink RSS MB | job RSS MB "
-            "| load avg |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            "| sink records F/J | sink tables | load avg |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for key in sorted(latest):
-        query, source, per_table = key
-        round_ = [r for r in records if (r["query"], r["source"], r["per_table"]) == key and r["round"] == latest[key]]
+        query, source, per_table, keys, sink = key
+        round_ = [r for r in records if cell(r) == key and r["round"] == latest[key]]
         for cache in ("cold", "warm"):
             runs = [r for r in round_ if r["cache"] == cache]
             if not runs:
@@ -114,14 +138,19 @@ def throughput_table(records: list[dict]) -> list[str]:
             failed = {e: [r for r in runs if r["engine"] == e and r["exit"] != 0] for e in ("flink", "job")}
             f_eps, j_eps = med([r["events_per_s"] for r in ok["flink"]]), med([r["events_per_s"] for r in ok["job"]])
             ratio = f"{j_eps / f_eps:.2f}" if f_eps and j_eps else "–"
-            counts = "/".join(f"{len(ok[e])}" + (f" (+{len(failed[e])} failed)" if failed[e] else "") for e in ("flink", "job"))
+            pairs = min(len(ok["flink"]), len(ok["job"]))
+            counts = f"{pairs}" + ("" if pairs >= 3 else " (fewer than 3)") + "".join(
+                f", {e} +{len(failed[e])} failed" for e in ("flink", "job") if failed[e])
+            records_fj = "–" if sink == "blackhole" else "/".join(
+                fmt(med([r.get("sink_records") for r in ok[e]])) for e in ("flink", "job"))
             rows.append(
-                f"| {QUERY_NAMES.get(query, query)} | {source} | {per_table:,} ({runs[0]['events_read']:,}) | {cache} "
-                f"| {counts} | {fmt(med([r['wall_s'] for r in ok['flink']]), 1)} "
-                f"| {fmt(med([r['wall_s'] for r in ok['job']]), 1)} | {fmt(f_eps)} | {fmt(j_eps)} | {ratio} "
-                f"| {fmt(med([r['cpu_s'] for r in ok['flink']]), 1)} | {fmt(med([r['cpu_s'] for r in ok['job']]), 1)} "
+                f"| {QUERY_NAMES.get(query, query)} | {source} | {per_table:,} ({runs[0]['events_read']:,}) "
+                f"| {keys:,} | {sink} | {cache} | {counts} "
+                f"| {spread([r['wall_s'] for r in ok['flink']], 1)} | {spread([r['wall_s'] for r in ok['job']], 1)} "
+                f"| {spread([r['events_per_s'] for r in ok['flink']])} | {spread([r['events_per_s'] for r in ok['job']])} "
+                f"| {ratio} | {spread([r['cpu_s'] for r in ok['flink']], 1)} | {spread([r['cpu_s'] for r in ok['job']], 1)} "
                 f"| {fmt(med([r['peak_rss_mb'] for r in ok['flink']]))} | {fmt(med([r['peak_rss_mb'] for r in ok['job']]))} "
-                f"| {load_range(runs)} |")
+                f"| {records_fj} | {sink_checks(runs)} | {load_range(runs)} |")
     return rows if len(rows) > 2 else ["No throughput runs recorded yet."]
 
 
@@ -306,7 +335,10 @@ def build(results: Path) -> str:
              "events/s = events the query reads (the count reads only `users`) ÷ wall seconds from the "
              "process's start to its exit. *cold*: input files and engine jars evicted from the page cache "
              "before each run; *warm*: the page cache as earlier runs left it. Every run is a new JVM. "
-             "Medians over the round's runs.\n",
+             "Medians over the round's runs, with their range in brackets; *pairs*: interleaved pairs "
+             "(Flink first in one, the job first in the next). *keys*: user ids in the changelog. *sink*: "
+             "`blackhole` takes the raw change stream; `upsert-kafka` writes a topic per run, whose table is "
+             "checked against the reference and the other engine's (*sink tables*).\n",
              "\n".join(throughput_table(read_jsonl(results / "throughput.jsonl"))),
              "\n## Same result\n",
              "Each engine once into an upsert-kafka topic; the tables the topics stand for compared with each "

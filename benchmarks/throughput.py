@@ -5,6 +5,8 @@
     scripts/kafka.sh start --name bench --port 19192          # only for --source kafka / --check
     .venv/bin/python benchmarks/throughput.py --query count --source files --per-table 500000 --pairs 3
     .venv/bin/python benchmarks/throughput.py --query join --source kafka --per-table 500000 --pairs 3
+    .venv/bin/python benchmarks/throughput.py --query join --per-table 5000000 --keys 1000000 --pairs 3
+    .venv/bin/python benchmarks/throughput.py --query join --per-table 5000000 --keys 1000000 --sink upsert-kafka
     .venv/bin/python benchmarks/throughput.py --query count --source files --per-table 20000 --check
 
 The input is benchmarks/generate.py's changelog with --per-table events in each of the
@@ -14,8 +16,18 @@ its start to its exit: the job by `./spark-submit.sh -- --file pipeline.sql --on
 Spark on this machine's cores), Flink by benchmarks/flink_runner.py in Flink's own
 virtualenv (PyFlink's mini-cluster, streaming mode, parallelism 2). Both read the same
 rendered SQL (the seed pipeline, source tables from benchmarks/pipelines/) into a
-`blackhole` sink; Kafka sources have 'scan.bounded.mode' = 'latest-offset' (both engines
-stop at the end of what is there).
+`blackhole` sink (--sink blackhole, the default) or a real one (--sink upsert-kafka);
+Kafka sources have 'scan.bounded.mode' = 'latest-offset' (both engines stop at the end of
+what is there). --keys sets the number of user ids the changelog draws from (the users
+table's keys; accounts are a tenth of them).
+
+With --sink upsert-kafka each run writes into a new 2-partition topic of its own, and the
+time includes writing it (a blackhole takes the raw change stream; a real sink is what a
+user's pipeline pays, and the engines write different numbers of records: Flink every
+change, the job each key's net change per batch). After each run the table the topic
+stands for (last value per key) is compared with the reference (the query over the
+tables the changelog leaves) and with the other engine's table of the same pair; the
+record keeps both verdicts and the topic's record count.
 
 Pairs alternate which engine goes first (F,J then J,F ...). The first pair is *cold*: before
 each of its runs the input files and the engine's own jars and libraries are dropped from the
@@ -64,6 +76,7 @@ QUERIES = {"count": "count_by_account.sql", "join": "color_and_cheese.sql"}
 READS = {"count": ("users",), "join": ("users", "colors", "cheeses")}
 KEYS = {"users": "uid", "colors": "userUid", "cheeses": "userUid"}
 SINK_KEY = {"count": "accountId", "join": "userUid"}
+SINK_TOPIC = {"count": "counts", "join": "color_and_cheese"}
 RESULTS = engines.RESULTS / "throughput.jsonl"
 
 
@@ -182,17 +195,29 @@ def throughput(a) -> None:
     events_read = sum(meta["events"][t] for t in READS[a.query])
     stamp = time.strftime("%Y%m%d-%H%M%S")
     engines_order = a.engines.split(",")
+    expected = None
+    if a.sink == "upsert-kafka":  # the reference, once: the query over the final tables
+        expected = [dict(v, __key=k) for k, v in reference(a.query, final_tables(data, READS[a.query])).items()]
     for pair in range(a.pairs):
         order = engines_order if pair % 2 == 0 else engines_order[::-1]
         cold = pair == 0 and not a.no_cold
+        sink_tables: dict[str, list] = {}
         for engine in order:
             if cold:
                 evict(engine_files(engine) + ([data / t for t in READS[a.query]] if a.source == "files" else []))
-            sql = render_pipeline(a.query, a.source, engine, data, a.bootstrap, topics, "blackhole")
+            prefix, sink_topic = "", None
+            if a.sink == "upsert-kafka":
+                prefix = f"tput-{stamp}-{pair}-{engine}-"
+                sink_topic = prefix + SINK_TOPIC[a.query]
+                kafka_tool.create_topic(a.bootstrap, sink_topic, 2)
+            sql = render_pipeline(a.query, a.source, engine, data, a.bootstrap, topics,
+                                  "blackhole" if a.sink == "blackhole" else "kafka", prefix)
             figures = run_engine(engine, sql, work / "runs" / stamp / f"{pair}-{engine}", a.timeout, a.job_conf)
+            if sink_topic and figures["exit"] == 0:
+                figures.update(sink_verdicts(a.bootstrap, sink_topic, expected, sink_tables, engine))
             record = {
                 "kind": "throughput", "engine": engine, "query": a.query, "source": a.source,
-                "per_table": a.per_table, "keys": a.keys, "events_read": events_read,
+                "per_table": a.per_table, "keys": a.keys, "sink": a.sink, "events_read": events_read,
                 "cache": "cold" if cold else "warm", "pair": pair, "first": order[0],
                 **figures,
                 "events_per_s": round(events_read / figures["wall_s"]) if figures["exit"] == 0 else None,
@@ -201,9 +226,26 @@ def throughput(a) -> None:
                 "round": stamp, **({"job_conf": a.job_conf} if engine == "job" and a.job_conf else {}),
             }
             engines.append_jsonl(Path(a.results), record)
-            print(json.dumps({k: record[k] for k in ("engine", "query", "source", "per_table", "cache", "exit",
-                                                      "wall_s", "cpu_s", "events_per_s", "peak_rss_mb", "load_before")}),
+            print(json.dumps({k: record.get(k) for k in ("engine", "query", "source", "per_table", "keys", "sink",
+                                                          "cache", "exit", "wall_s", "cpu_s", "events_per_s",
+                                                          "peak_rss_mb", "load_before", "sink_records",
+                                                          "sink_same_as_reference", "sink_same_as_other")}),
                   flush=True)
+
+
+def sink_verdicts(bootstrap: str, topic: str, expected: list, tables: dict[str, list], engine: str) -> dict:
+    """The run's sink topic read back: its record count, and whether the table it stands
+    for equals the reference and the other engine's table of the same pair (None before
+    the other engine has run)."""
+    records = [(k, v) for _p, _o, _t, k, v in sorted(kafka_tool.dump(bootstrap, topic), key=lambda r: (r[0], r[1]))]
+    rows = [dict(v, __key=k) for k, v in engines.upsert_table(records).items()]
+    tables[engine] = rows
+    versus = engines.compare_rows(rows, expected)
+    other = next((t for e, t in tables.items() if e != engine), None)
+    return {"sink_topic": topic, "sink_records": len(records), "sink_rows": len(rows),
+            "sink_same_as_reference": versus["same"],
+            **({} if versus["same"] else {"sink_versus_reference": versus}),
+            "sink_same_as_other": None if other is None else engines.compare_rows(rows, other)["same"]}
 
 
 def final_tables(data: Path, tables=TABLES) -> dict[str, dict[str, dict]]:
@@ -246,7 +288,7 @@ def check(a) -> None:
     tables, figures = {}, {}
     for engine in a.engines.split(","):
         prefix = f"check-{stamp}-{engine}-"
-        sink_topic = prefix + ("counts" if a.query == "count" else "color_and_cheese")
+        sink_topic = prefix + SINK_TOPIC[a.query]
         kafka_tool.create_topic(a.bootstrap, sink_topic, 2)
         sql = render_pipeline(a.query, a.source, engine, data, a.bootstrap, topics, "kafka", prefix)
         figures[engine] = run_engine(engine, sql, work / "runs" / stamp / f"check-{engine}", a.timeout)
@@ -290,7 +332,11 @@ def main() -> None:
     p.add_argument("--query", choices=tuple(QUERIES), default="count")
     p.add_argument("--source", choices=("files", "kafka"), default="files")
     p.add_argument("--per-table", type=int, default=500_000, help="events in each of the three tables")
-    p.add_argument("--keys", type=int, default=100_000)
+    p.add_argument("--keys", type=int, default=100_000, help="user ids the changelog draws from (the users table's "
+                   "keys; accounts are a tenth of them)")
+    p.add_argument("--sink", choices=("blackhole", "upsert-kafka"), default="blackhole",
+                   help="upsert-kafka: each run into a topic of its own, its final table checked against the "
+                        "reference and the other engine's")
     p.add_argument("--files", type=int, default=1,
                    help="files per table (1: Flink reads files in parallel with no order between them, so a "
                         "changelog over several files gives it wrong results)")

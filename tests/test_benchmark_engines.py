@@ -203,6 +203,45 @@ def test_summary_tables_from_records():
     assert "refused: OVER \\| not yet" in nex[2] and "| 7 |" in nex[2]
 
 
+def test_throughput_cells_by_keys_and_sink_show_medians_spread_and_sink_checks():
+    base = {"query": "join", "source": "files", "per_table": 20000, "events_read": 60000, "round": "r2",
+            "exit": 0, "cpu_s": 10.0, "peak_rss_mb": 900, "cache": "warm", "load_before": [9.0]}
+    runs = []
+    for pair, (f, j) in enumerate([(10.0, 5.0), (12.0, 6.0), (11.0, 8.0)]):
+        runs += [dict(base, engine="flink", pair=pair, wall_s=f, events_per_s=60000 / f),
+                 dict(base, engine="job", pair=pair, wall_s=j, events_per_s=60000 / j)]
+    blackhole = [dict(r, keys=1_000_000, sink="blackhole") for r in runs]
+    kafka = [dict(r, keys=1_000_000, sink="upsert-kafka", sink_records=900 if r["engine"] == "job" else 4000,
+                  sink_same_as_reference=True, sink_same_as_other=r["engine"] == "job" or None) for r in runs]
+    kafka[-1]["sink_same_as_reference"] = False
+    older = [dict(r, round="r1") for r in runs[:2]]  # no keys, no sink: the benchmark's 100k keys, a blackhole
+    rows = summary.throughput_table(blackhole + kafka + older)
+    assert len(rows) == 5
+    cells = {tuple(c.strip() for c in row.split("|")[4:6]): row for row in rows[2:]}
+    assert set(cells) == {("1,000,000", "blackhole"), ("1,000,000", "upsert-kafka"), ("100,000", "blackhole")}
+    row = cells[("1,000,000", "blackhole")]
+    assert "| 3 |" in row and "| 11.0 (10.0–12.0) |" in row and "| 6.0 (5.0–8.0) |" in row and "| 1.83 |" in row
+    assert "1 (fewer than 3)" in cells[("100,000", "blackhole")]
+    assert "| 4,000/900 |" in cells[("1,000,000", "upsert-kafka")]
+    assert "**5/6 = ref, 3/3 = other engine**" in cells[("1,000,000", "upsert-kafka")]
+
+
+def test_a_runs_sink_topic_is_checked_against_the_reference_and_the_other_engine(monkeypatch):
+    topics = {"f": [(0, 0, 0, "a1", '{"n": 1}'), (0, 1, 0, "a1", '{"n": 2}'), (1, 0, 0, "a2", '{"n": 1}')],
+              "j": [(0, 0, 0, "a1", '{"n": 2}'), (1, 0, 0, "a2", '{"n": 1}'), (1, 1, 0, "a3", '{"n": 5}'),
+                    (1, 2, 0, "a3", None)],
+              "bad": [(0, 0, 0, "a1", '{"n": 3}')]}
+    monkeypatch.setattr(throughput.kafka_tool, "dump", lambda bootstrap, topic: iter(topics[topic]))
+    expected = [{"n": 2, "__key": "a1"}, {"n": 1, "__key": "a2"}]
+    tables: dict = {}
+    first = throughput.sink_verdicts("b", "f", expected, tables, "flink")
+    assert first["sink_records"] == 3 and first["sink_same_as_reference"] and first["sink_same_as_other"] is None
+    second = throughput.sink_verdicts("b", "j", expected, tables, "job")
+    assert second["sink_records"] == 4 and second["sink_same_as_reference"] and second["sink_same_as_other"] is True
+    bad = throughput.sink_verdicts("b", "bad", expected, tables, "job")
+    assert bad["sink_same_as_reference"] is False and bad["sink_same_as_other"] is False
+
+
 def test_latency_rows_per_window_compare_like_with_like():
     run = {"query": "count", "rate": 1000, "latency_p50_ms": 800, "latency_p99_ms": 1400, "latency_max_ms": 1500,
            "kept_up": True, "drain_s": 1.0, "measured": 50000, "engine_run": {"load_before": [1.0]}}

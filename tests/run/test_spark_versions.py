@@ -43,3 +43,18 @@ def test_a_new_archive_replaces_only_its_own_spark_versions(tmp_path):
         "spark-4.3.0-aaaaaaaaaaaa.jsa", "spark-4.3.0-bbbbbbbbbbbb.jsa"]
     assert [p.name for p in module.replaced_archives(tmp_path / "spark-4.2.0-dddddddddddd.jsa")] == [
         "spark-4.2.0-cccccccccccc.jsa"]
+
+
+def test_the_archive_is_trained_on_a_workload_that_is_not_the_benchmarks_sql(tmp_path):
+    """The archive holds the classes its training run loaded: trained on the benchmark
+    queries it would favour them. The training pipeline reads none of their tables, and
+    its input is made by the script itself."""
+    module = load_archive_script()
+    training = module.TRAINING.lower()
+    benchmark_tables = {name.lower() for sql in (ROOT / "benchmarks" / "pipelines").glob("*.sql")
+                        for name in re.findall(r"CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?`?(\w+)", sql.read_text(), re.I)}
+    assert benchmark_tables and not any(re.search(rf"\b{t}\b", training) for t in benchmark_tables)
+    assert "from benchmarks" not in Path(module.__file__).read_text()  # nor its generator
+    module.write_training_data(tmp_path)
+    for table in ("orders", "customers", "views"):
+        assert len(list((tmp_path / table).glob("*.json"))) == 3

@@ -48,7 +48,7 @@ final class FirstAndLatestReduction {
                                  int minorAt, int maxKeys) {
     Attribute major = input.apply(majorAt), minor = input.apply(minorAt);
     return new Reduce(keys, input, schema, majorAt, minorAt, minor.dataType().equals(DataTypes.LongType), maxKeys,
-        "FirstAndLatestPerKey " + keys + ", " + major + ", " + minor + ", " + maxKeys);
+        "FirstAndLatestPerKey " + keys + ", " + major + ", " + minor + ", " + KeyTable.bound(maxKeys));
   }
 
   /** Per partition: the reduced rows. */

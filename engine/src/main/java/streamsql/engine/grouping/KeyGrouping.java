@@ -43,7 +43,7 @@ import scala.runtime.AbstractFunction1;
  * so that keys share hashes and the regrouping is exercised.
  * {@code spark.streamsql.reduceBeforeShuffle} = {@code false} ships every row (to
  * compare); {@code spark.streamsql.reduceBeforeShuffle.maxKeys} (tests) bounds the
- * reductions' tables of keys.
+ * reductions' tables of keys, which are otherwise bounded by bytes ({@link TableBudget}).
  */
 public final class KeyGrouping {
   private KeyGrouping() {}
@@ -87,8 +87,10 @@ public final class KeyGrouping {
       SQLConf conf = SQLConf.get();
       boolean sort = "sort".equalsIgnoreCase(conf.getConfString(MODE, "hash"));
       int hashBits = sort ? 0 : Integer.parseInt(conf.getConfString(HASH_BITS, "64"));
+      // No key count by default: a table is bounded by the bytes its rows take, from the
+      // executor's heap (TableBudget), so that it holds as many keys as memory allows.
       int maxKeys = Boolean.parseBoolean(conf.getConfString(REDUCE, "true"))
-          ? Integer.parseInt(conf.getConfString(REDUCE_KEYS, "100000")) : 0;
+          ? Integer.parseInt(conf.getConfString(REDUCE_KEYS, String.valueOf(Integer.MAX_VALUE))) : 0;
       return rewrite(plan, hashBits, maxKeys);
     }
   }

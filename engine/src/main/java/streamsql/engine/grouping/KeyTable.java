@@ -21,14 +21,16 @@ import scala.collection.AbstractIterator;
  * key's bytes, then what the subclass keeps), found through an open-addressing table of
  * 64-bit key hashes: about two misses.
  *
- * <p>The table is bounded (keys, and bytes of records; the arena is on the JVM's heap,
- * outside Spark's accounted memory). When it is full it is passed on whole and starts
- * anew: each subclass's reduction is exact over any split of a key's rows. A partition
- * whose keys hardly repeat (fewer than 5 rows per 4 keys, judged over enough keys) is
- * passed on as it comes once that is clear.
+ * <p>The table is bounded by bytes, not keys: its arena and index arrays live on the
+ * JVM's heap outside Spark's accounted memory, and may grow only within {@link
+ * TableBudget} (a part of the executor's heap per task slot, and of the heap free at the
+ * moment). A key costs what its record costs, measured as rows arrive. When the table may
+ * not grow it is passed on whole and starts anew: each subclass's reduction is exact over
+ * any split of a key's rows. A partition whose keys hardly repeat (fewer than 5 rows per
+ * 4 keys when the table is first full, judged over enough keys) is then passed on as it
+ * comes. A key count ({@code maxKeys}) bounds the table only when a test sets one.
  */
 abstract class KeyTable extends AbstractIterator<InternalRow> {
-  static final int MAX_ARENA = 32 << 20;
   private static final int KEY_LEN = 0;
   /** Where a subclass's header starts in a record; its key follows {@link #header} bytes later. */
   static final int SUB = 8;
@@ -43,6 +45,8 @@ abstract class KeyTable extends AbstractIterator<InternalRow> {
   protected int entries;
   protected byte[] arena = new byte[64 << 10];
   private int used;
+  private TableBudget budget = TableBudget.ofThisExecutor();
+  private boolean full;                    // the index may not grow: pass the table on
 
   private long rowsIn, keysIn;
   private boolean passing, drained;
@@ -57,6 +61,22 @@ abstract class KeyTable extends AbstractIterator<InternalRow> {
     this.toUnsafe = toUnsafe;
     this.maxKeys = maxKeys;
     this.header = header;
+  }
+
+  /** What bounds a table, for a plan's node name: a test's key count, or memory. */
+  static String bound(int maxKeys) {
+    return maxKeys == Integer.MAX_VALUE ? "memory-bounded" : maxKeys + " keys";
+  }
+
+  /** Bound the table by this budget instead of the executor's (tests). */
+  final KeyTable withBudget(TableBudget b) {
+    budget = b;
+    return this;
+  }
+
+  /** The bytes the table holds now: its arena and its index arrays. */
+  final long bytes() {
+    return arena.length + hashes.length * 12L + recordOf.length * 4L;
   }
 
   /** Run this once every row is passed on (a projection given back: {@link Projections}). */
@@ -87,7 +107,10 @@ abstract class KeyTable extends AbstractIterator<InternalRow> {
         whenDrained.clear();
         return false;
       } else if (passing) {
-        if (rows.hasNext()) {
+        if (pending != null) {  // the row that found the table full
+          passed = pending;
+          pending = null;
+        } else if (rows.hasNext()) {
           passed = unsafe(rows.next());  // consumed before the next is read, as Spark's rows are
         } else {
           drained = true;
@@ -129,19 +152,27 @@ abstract class KeyTable extends AbstractIterator<InternalRow> {
       rowsIn++;
       if (!add(row)) {
         pending = row.copy();
-        emitting = 0;
+        passOnFull();
         return;
       }
       if (tookPassedOn()) {
         return;
       }
-      if (entries >= maxKeys) {
-        passing = keysIn >= 4096 && rowsIn * 4 < keysIn * 5;
-        emitting = 0;
+      if (entries >= maxKeys || full) {
+        passOnFull();
         return;
       }
     }
     drained = true;
+    emitting = 0;
+  }
+
+  /**
+   * The table is full: pass it on, and from then on pass rows on as they come when its
+   * keys hardly repeated (the rows a table of this size saves are too few to pay for it).
+   */
+  private void passOnFull() {
+    passing = keysIn >= 4096 && rowsIn * 4 < keysIn * 5;
     emitting = 0;
   }
 
@@ -159,6 +190,7 @@ abstract class KeyTable extends AbstractIterator<InternalRow> {
     Arrays.fill(hashes, 0L);
     entries = 0;
     used = 0;
+    full = false;
     cleared();
     return null;
   }
@@ -191,14 +223,18 @@ abstract class KeyTable extends AbstractIterator<InternalRow> {
     Platform.putInt(arena, at(o + KEY_LEN), len);
     Platform.copyMemory(base, offset, arena, at(keyAt(o)), len);
     if (entries == recordOf.length) {
-      recordOf = Arrays.copyOf(recordOf, entries * 2);
+      recordOf = Arrays.copyOf(recordOf, entries * 2);  // 4 bytes a key: not worth a check
     }
     recordOf[entries] = o;
     hashes[i] = h;
     entryAt[i] = entries;
     keysIn++;
     if (++entries * 2 > hashes.length) {
-      grow();
+      if (budget.mayGrow(bytes(), hashes.length * 12L)) {
+        grow();
+      } else if (entries * 4 > hashes.length * 3) {
+        full = true;  // no place for more keys in an index three quarters full
+      }
     }
     isNew[0] = true;
     return entries - 1;
@@ -253,11 +289,11 @@ abstract class KeyTable extends AbstractIterator<InternalRow> {
   /** A new record's offset, or -1 when the arena is full. */
   private int allocate(int size) {
     if (used + (long) size > arena.length) {
-      if (used + (long) size > MAX_ARENA && used > 0) {
+      long want = Math.min(Integer.MAX_VALUE - 16, Math.max(used + (long) size, (long) arena.length * 2));
+      if (used > 0 && (want < used + (long) size || !budget.mayGrow(bytes(), want - arena.length))) {
         return -1;
       }
-      arena = Arrays.copyOf(arena, (int) Math.min(Integer.MAX_VALUE - 16,
-          Math.max(used + (long) size, Math.min((long) arena.length * 2, MAX_ARENA))));
+      arena = Arrays.copyOf(arena, (int) want);
     }
     int o = used;
     used += size;

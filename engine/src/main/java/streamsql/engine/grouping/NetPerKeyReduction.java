@@ -34,7 +34,7 @@ final class NetPerKeyReduction {
   static ReduceExec.Reduction of(Seq<Expression> keys, Seq<Attribute> input, StructType schema, int signAt,
                                  int maxKeys) {
     return new Net(keys, input, schema, signAt, maxKeys,
-        "NetEqualRowsPerKey " + keys + ", " + input.apply(signAt) + ", " + maxKeys);
+        "NetEqualRowsPerKey " + keys + ", " + input.apply(signAt) + ", " + KeyTable.bound(maxKeys));
   }
 
   static final class Net extends ReduceExec.Reduction {

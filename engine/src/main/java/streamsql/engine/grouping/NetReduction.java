@@ -29,7 +29,7 @@ final class NetReduction {
     private final StructType schema;
 
     Net(int signAt, StructType schema, int maxKeys) {
-      super("NetEqualRows " + schema.fields()[signAt].name() + ", " + maxKeys);
+      super("NetEqualRows " + schema.fields()[signAt].name() + ", " + KeyTable.bound(maxKeys));
       this.signAt = signAt;
       this.schema = schema;
       this.maxKeys = maxKeys;
