@@ -161,8 +161,8 @@ class Planner:
                 where = node.args.get("where")
                 pending = conjuncts(where.this) if where is not None else []
                 rel = self.from_clause(from_.this, node.args.get("joins") or [], pending)
-                for alias, scalar in scalars:  # (SELECT MAX(x) FROM t): joined in, then a column
-                    rel = subqueries.join_scalar(self, rel, alias, scalar)
+                for alias, scalar, group_keys in scalars:  # (SELECT MAX(x) FROM t): joined in, then a column
+                    rel = subqueries.join_scalar(self, rel, alias, scalar, group_keys)
                 if pending:
                     rel = subqueries.plan_where(self, rel, exp.and_(*pending) if len(pending) > 1 else pending[0])
             if aggregate_calls.is_aggregating(node):

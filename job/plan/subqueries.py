@@ -222,20 +222,33 @@ def lift_scalar_subqueries(planner, node: exp.Select) -> tuple[exp.Select, list[
         return node, []
     node = node.copy()
     lifted = []
+    group = node.args.get("group")
     for sq in scalars(node):
-        if is_aggregating(node) and sq.find_ancestor(exp.Where) is None:
-            raise planner.error(sq, "a scalar subquery in the select list of an aggregation is not supported yet",
+        in_select_list = sq.find_ancestor(exp.Where) is None
+        if is_aggregating(node) and in_select_list and (group is None or group.args.get("grouping_sets")
+                                                        or group.args.get("rollup") or group.args.get("cube")):
+            raise planner.error(sq, "a scalar subquery in the select list of an aggregation without GROUP BY (or "
+                                    "with grouping sets) is not supported yet",
                                 hint="aggregate in a view or subquery, then use the scalar subquery outside it")
         alias = planner.fresh("__ss")
-        lifted.append((alias, sq.this))
+        aggregated = is_aggregating(node) and in_select_list
+        lifted.append((alias, sq.this, [g.copy() for g in group.expressions] if aggregated else None))
         sq.replace(exp.column("__v", alias))
+        if aggregated:
+            # Joined in before the aggregation, the subquery's value is one per group (it
+            # is uncorrelated, or correlated on the group's keys), so grouping by it too
+            # keeps the groups and lets the select list name it; Flink joins it after
+            # the aggregation, which gives the same rows.
+            group.append("expressions", exp.column("__v", alias))
     return node, lifted
 
 
-def join_scalar(planner, outer: Rel, alias: str, select: exp.Expression) -> Rel:
+def join_scalar(planner, outer: Rel, alias: str, select: exp.Expression, group_keys: Optional[list] = None) -> Rel:
     """``outer`` LEFT JOIN the one-row result of ``select`` ON TRUE, as Flink runs a scalar
     subquery: every outer row sees the subquery's current value (NULL while it has none)
-    and is retracted and re-emitted when the value changes."""
+    and is retracted and re-emitted when the value changes. ``group_keys``: the GROUP BY
+    of the aggregation whose select list holds the subquery (it may correlate on those
+    only)."""
     from job.errors import PipelineError
     from job.plan import joins
     from job.plan.aggregate_calls import is_aggregating
@@ -244,11 +257,10 @@ def join_scalar(planner, outer: Rel, alias: str, select: exp.Expression) -> Rel:
         raise planner.error(select, "a scalar subquery is supported when it is a global aggregation (one row, "
                                     "e.g. SELECT MAX(x) FROM t); others are not supported yet",
                             hint="Flink fails at run time when a scalar subquery returns more than one row")
-    try:
-        inner = planner.query(select)
-    except PipelineError as err:
-        raise planner.error(select, "a correlated scalar subquery is not supported yet: " + err.message,
-                            hint="write it as a JOIN with the subquery grouped by the correlated key") from None
+    correlated = _correlates(planner, select)
+    if correlated:
+        return _join_correlated_scalar(planner, outer, alias, select, group_keys)
+    inner = planner.query(select)
     if len(inner.fields) != 1:
         raise planner.error(select, f"a scalar subquery returns one column, this one {len(inner.fields)}")
     value = inner.fields[0]
@@ -261,6 +273,86 @@ def join_scalar(planner, outer: Rel, alias: str, select: exp.Expression) -> Rel:
     joined.fields = shown + [f for f in joined.fields if f.qualifier == alias and f.name == "__v"]
     joined.steps = before_last(joined, f"scalar subquery ({planner.current.flink_sql(select)}) as a LEFT JOIN ON TRUE")
     return joined
+
+
+def _correlates(planner, select: exp.Select) -> bool:
+    """Whether ``select`` names a column of an enclosing query (its own FROM does not
+    resolve it): planned on its own, it fails to resolve that column."""
+    from job.errors import PipelineError
+
+    try:
+        planner.query(select)
+    except PipelineError:
+        return True
+    return False
+
+
+def _join_correlated_scalar(planner, outer: Rel, alias: str, select: exp.Select,
+                            group_keys: Optional[list]) -> Rel:
+    """``(SELECT agg(…) FROM inner WHERE inner.k = outer.x AND …)`` as Flink decorrelates
+    it: the subquery grouped by its correlated keys (one row per key), LEFT JOINed to the
+    outer rows on those keys. An outer row whose key has no group (or is NULL) sees the
+    aggregation of no rows: NULL, or for COUNT 0. Both sides are changelog operators, so
+    a change of the inner rows retracts and re-emits the outer rows of its key."""
+    from job.plan import aggregates, joins
+
+    inner, correlated = _correlated(planner, outer, select, select)
+    if not correlated:
+        raise planner.error(select, "a correlated scalar subquery needs an equality between the inner and the outer "
+                                    "query (inner.k = outer.x)")
+    if len(select.expressions) != 1:
+        raise planner.error(select, f"a scalar subquery returns one column, this one {len(select.expressions)}")
+    if group_keys is not None:
+        # Flink 2.3 fails to plan this (its decorrelation compares the group's key with a
+        # column of another type: "implicit type conversion … is not supported on join's
+        # condition"), so it is refused rather than given an answer Flink has none for.
+        raise planner.error(select, "a correlated scalar subquery in the select list of an aggregation is not "
+                                    "supported (Flink 2.3 cannot plan it either)",
+                            hint="aggregate in a view or subquery, then use the correlated subquery outside it")
+    item = select.expressions[0]
+    item = item.this if isinstance(item, exp.Alias) else item
+    keys = [exp.alias_(k.copy(), f"__k{i}") for i, (_v, k) in enumerate(correlated)]
+    grouped = exp.Select(expressions=keys + [exp.alias_(item.copy(), "__v")],
+                         group=exp.Group(expressions=[k.copy() for _v, k in correlated]))
+    empty = _value_of_no_rows(planner, item)
+    values = planner.requalify(aggregates.group_aggregate(planner, inner, grouped), alias)
+    on = None
+    for i, (value, _k) in enumerate(correlated):
+        eq = exp.EQ(this=value.copy(), expression=exp.column(f"__k{i}", alias))
+        on = eq if on is None else exp.and_(on, eq)
+    shown = list(outer.fields)
+    joined = joins.regular_join(planner, outer, values, exp.Join(this=exp.to_identifier(alias), side="LEFT", on=on))
+    joined = planner.settle(joined)
+    value_field = next(f for f in joined.fields if f.qualifier == alias and f.name == "__v")
+    if empty is not None:  # COUNT of no rows is 0, not the LEFT JOIN's NULL
+        from pyspark.sql import functions as F
+
+        key_field = next(f for f in joined.fields if f.qualifier == alias and f.name == "__k0")
+        joined.df = joined.df.withColumn(value_field.col, F.when(F.col(key_field.col).isNull(), F.lit(empty))
+                                         .otherwise(F.col(value_field.col)))
+    joined.fields = shown + [value_field]
+    joined.steps = before_last(joined, f"correlated scalar subquery ({planner.current.flink_sql(select)}) as a "
+                                       "LEFT JOIN with its aggregation grouped by the correlated keys")
+    return joined
+
+
+def _value_of_no_rows(planner, item: exp.Expression):
+    """What the subquery's aggregation gives over no rows when that is not NULL: COUNT's
+    0; None when it is NULL (every other aggregate)."""
+    from job.plan.aggregate_calls import aggregate_calls
+
+    calls = list(aggregate_calls(item))
+    if not calls:
+        raise planner.error(item, "a correlated scalar subquery that does not aggregate (one row per outer row, "
+                                  "SELECT p.x FROM p WHERE p.k = o.k) is not supported yet",
+                            hint="aggregate it (MAX(p.x)) or write a LEFT JOIN")
+    counts = [c for c in calls if isinstance(c, exp.Anonymous) and c.name.upper() == "COUNT"]
+    if not counts:
+        return None
+    if item is not counts[0]:
+        raise planner.error(item, "a correlated scalar subquery whose value over no rows is an expression of COUNT "
+                                  "is not supported yet", hint="select COUNT(…) alone and compute outside")
+    return 0
 
 
 def before_last(rel: Rel, text: str) -> list:
