@@ -44,6 +44,7 @@ BUILTIN_FORMATS = (
     "job.formats.raw",
     "job.formats.parquet",
     "job.formats.debezium_json",
+    "job.formats.avro",
 )
 
 
@@ -188,8 +189,25 @@ def bind(table, role: Optional[str] = None) -> BoundTable:
              option="on-error")
     if connector.check is not None:
         connector.check(table, typed, role)
+    _check_formats(table, typed, named)
     return BoundTable(table, connector, MappingProxyType(typed), MappingProxyType(named),
                       changelog_mode(connector, table, named), role, frozenset(secrets))
+
+
+def _check_formats(table, typed: Mapping[str, Any], named: Mapping[str, Format]) -> None:
+    """Let each format that checks its columns (avro) refuse what it cannot hold, naming
+    the format option. It sees every physical column: a key or value format may hold any."""
+    from job.connectors.rows import physical_schema
+    from job.formats.base import format_options
+
+    for option, fmt in named.items():
+        if fmt.check is None:
+            continue
+        prefix = option[: -len("format")] + fmt.name + "."
+        try:
+            fmt.check(physical_schema(table), format_options(typed, prefix))
+        except PipelineError as exc:
+            raise table_error(table, f"format '{fmt.name}' of table '{table.name}': {exc.message}", option=option) from None
 
 
 def _bound(table) -> BoundTable:
