@@ -2,9 +2,9 @@
 
 Flink writes a Kafka record as one Avro datum in the binary encoding, with no header, in
 the schema its AvroSchemaConverter derives from the table: a record named ``record`` in
-namespace ``org.apache.flink.avro.generated``, nested rows named ``record_<field>``, the
-row itself and every nullable column a union ``["null", T]`` (null first, default null).
-Files hold the same schema in Avro's container format. Spark's spark-avro decodes and
+namespace ``org.apache.flink.avro.generated``, nested rows named ``record_<field>``, every
+nullable column a union ``["null", T]`` (null first, default null). Files hold it in
+Avro's container format, the row itself declared as a union with null. Spark's spark-avro decodes and
 encodes with that schema (``from_avro``/``to_avro``, and its file source and sink), so
 records never pass through Python; the types Avro has no word for (TINYINT, SMALLINT,
 TIME) are converted around it.
@@ -132,21 +132,26 @@ def record(fields, legacy: bool, name: str, where: str = ""):
 def schema_for(schema, options) -> dict:
     """The Avro schema Flink derives for the columns of ``schema`` (a StructType with
     Flink types in its metadata): a nullable union of the record."""
+    return record_schema([(f.name, _logical(f)) for f in schema.fields], options)
+
+
+def record_schema(fields, options):
     legacy = bool(options.get("timestamp_mapping.legacy", True))
-    return ["null", record([(f.name, _logical(f)) for f in schema.fields], legacy, "record")]
+    return ["null", record(fields, legacy, "record")]
 
 
-def check(schema, options) -> None:
-    """Refuse, before anything runs, what Flink's Avro format refuses (by option name)."""
+def check(fields, options) -> None:
+    """Refuse, before anything runs, what Flink's Avro format refuses (by option name).
+    ``fields``: (name, Flink LogicalType) of the table's physical columns."""
     if options.get("encoding", "binary") != "binary":
         raise AvroTypeError("'avro.encoding' = 'json' is not supported: records are read and written in Avro's "
                             "binary encoding")
     codec = options.get("codec")
     if codec is not None and codec not in CODECS:
         raise AvroTypeError(f"'avro.codec' = '{codec}' is no Avro codec (one of: {', '.join(CODECS)})")
-    schema_for(schema, options)
-    for f in schema.fields:
-        _check_nested_time(_logical(f), f"column '{f.name}'", top=True)
+    record_schema(fields, options)
+    for name, t in fields:
+        _check_nested_time(t, f"column '{name}'", top=True)
 
 
 def _check_nested_time(t, where: str, top: bool) -> None:
@@ -221,34 +226,26 @@ def to_avro_row(row, schema, options):
 # --------------------------------------------------------------------------- records
 
 def decode(value, schema, options) -> Decoded:
-    """A record is Flink's union ``["null", record]``: one byte for the branch (0x02: the
-    record follows; 0x00: a NULL row, which Flink skips like a tombstone), then the
-    record. spark-avro decodes no top-level union, so the record after the branch byte is
-    decoded with the record's schema."""
+    """A Kafka record is one datum of the record's schema, with no header (as measured
+    on Flink 2.3: its files declare the union with null, its records do not)."""
     from pyspark.sql import functions as F
     from pyspark.sql.avro.functions import from_avro
 
-    check(schema, options)
+    check([(f.name, _logical(f)) for f in schema.fields], options)
     data = value.cast("binary")
-    branch = F.substring(data, 1, 1)
-    payload = F.substring(data, 2, 2147483647)
-    rec = schema_for(schema, options)[1]
-    parsed = from_avro(payload, json.dumps(rec), {"mode": "PERMISSIVE"})
+    parsed = from_avro(data, json.dumps(schema_for(schema, options)[1]), {"mode": "PERMISSIVE"})
     # With PERMISSIVE, spark-avro makes an undecodable record a row of NULLs. A real row of
     # NULLs is one 0x00 byte (the null branch) per field, and none if a field is NOT NULL.
     all_null = F.lit(True)
     for f in schema.fields:
         all_null = all_null & parsed[f.name].isNull()
-    empty_row = F.unhex(F.lit("00" * len(schema.fields))) if all(_logical(f).nullable for f in schema.fields) else None
-    malformed = all_null if empty_row is None else all_null & (payload != empty_row)
-    null_row = F.hex(data) == F.lit("00")
-    error = (F.when(value.isNull() | null_row, F.lit(None))
-              .when(branch != F.unhex(F.lit("02")),
-                    F.lit("the record is no Avro datum of the table's schema (it does not start with the union branch "
-                          "of a row)"))
-              .when(malformed,
-                    F.lit("the record is no Avro datum of the table's schema (malformed, or written with another "
-                          "schema)")))
+    if all(_logical(f).nullable for f in schema.fields):
+        malformed = all_null & (data != F.unhex(F.lit("00" * len(schema.fields))))
+    else:
+        malformed = all_null
+    error = F.when(value.isNotNull() & malformed,
+                   F.lit("the record is no Avro datum of the table's schema (malformed, or written with another "
+                         "schema)"))
     return Decoded(to_table(parsed, schema), error)
 
 
@@ -257,8 +254,8 @@ def encode(row, options, schema=None):
 
     if schema is None:
         raise AvroTypeError("the 'avro' format needs the table's column types to write records")
-    check(schema, options)
-    return to_avro(to_avro_row(row, schema, options), json.dumps(schema_for(schema, options)))
+    check([(f.name, _logical(f)) for f in schema.fields], options)
+    return to_avro(to_avro_row(row, schema, options), json.dumps(schema_for(schema, options)[1]))
 
 
 def file_reader(schema, options):

@@ -67,9 +67,10 @@ class Format:
     # the StructType of the encoded columns too (``schema=``, with the Flink types in each
     # field's metadata, see job.connectors.rows.physical_schema).
     needs_schema: bool = False
-    # ``check(schema, options)``: refuses columns or options the format cannot take, before
+    # ``check(fields, options)``: refuses columns or options the format cannot take, before
     # anything runs (raises PipelineError; the caller names the table and option).
-    check: Optional[Callable[["StructType", Mapping[str, Any]], None]] = None
+    # ``fields``: (name, Flink LogicalType) of the table's physical columns.
+    check: Optional[Callable[[list, Mapping[str, Any]], None]] = None
     # Formats Spark reads and writes as files itself but whose columns need converting
     # (avro): see :class:`FileCodec`. Used with ``file_format``.
     files: Optional["FileCodec"] = None
