@@ -3,7 +3,8 @@
 # differential tests compare the job with, and the peer of the benchmarks.
 #
 #   scripts/flink.sh install     create .services/flink-venv (apache-flink==2.3.0) and fetch
-#                                Flink's Kafka SQL connector into .services/flink-jars/
+#                                Flink's Kafka SQL connector and its Avro formats ('avro',
+#                                'avro-confluent') into .services/flink-jars/
 #   scripts/flink.sh python      print the venv's python (exit 3 if not installed)
 #   scripts/flink.sh jars        print the connector jars, one per line
 #
@@ -16,6 +17,8 @@ VENV="$ROOT/.services/flink-venv"
 JARS="$ROOT/.services/flink-jars"
 FLINK_VERSION="${FLINK_VERSION:-2.3.0}"
 KAFKA_CONNECTOR="${FLINK_KAFKA_CONNECTOR:-org.apache.flink:flink-sql-connector-kafka:5.0.0-2.2}"
+# Flink's own SQL jars of the Avro formats, at Flink's version (Maven Central).
+FORMAT_JARS=("org.apache.flink:flink-sql-avro:$FLINK_VERSION" "org.apache.flink:flink-sql-avro-confluent-registry:$FLINK_VERSION")
 PYTHON="${PYTHON:-python3}"
 
 log() { echo "flink.sh: $*" >&2; }
@@ -35,6 +38,14 @@ install() {
     mkdir -p "$JARS"
     mvn -q -B dependency:copy -Dartifact="$KAFKA_CONNECTOR" -DoutputDirectory="$JARS" -Dtransitive=false
   fi
+  for artifact in "${FORMAT_JARS[@]}"; do
+    local name="${artifact#*:}"; name="${name%%:*}"
+    if ! ls "$JARS/$name-$FLINK_VERSION.jar" >/dev/null 2>&1; then
+      log "fetching $artifact into $JARS ..."
+      mkdir -p "$JARS"
+      mvn -q -B dependency:copy -Dartifact="$artifact" -DoutputDirectory="$JARS" -Dtransitive=false
+    fi
+  done
   log "Flink $FLINK_VERSION ready: $VENV"
 }
 

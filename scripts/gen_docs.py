@@ -137,7 +137,7 @@ def format_roles(f: Format) -> str:
 def format_kind(f: Format) -> str:
     if f.changelog:
         return "changelog"
-    if f.file_format:
+    if f.file_format and f.decode is None:
         return f"files ({f.file_format}; filesystem only)"
     if f.single_column:
         return "one column"

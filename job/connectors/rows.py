@@ -13,7 +13,11 @@ CONTROL_COLUMNS = ("__kind", "__seq_major", "__seq_minor", "__error", "__raw", "
 
 
 def physical_schema(table, names: Optional[Sequence[str]] = None, *, strip_prefix: str = ""):
-    """StructType of the named physical columns (default: all), in declared order."""
+    """StructType of the named physical columns (default: all), in declared order.
+
+    Each field's metadata holds the column's Flink type and nullability (a PRIMARY KEY
+    column is NOT NULL, as in Flink): formats whose encoding depends on Flink's type
+    (avro: TINYINT, TIME, TIMESTAMP vs TIMESTAMP_LTZ) read them there."""
     from pyspark.sql.types import StructField, StructType, _parse_datatype_string
 
     wanted = None if names is None else {n.lower() for n in names}
@@ -22,7 +26,9 @@ def physical_schema(table, names: Optional[Sequence[str]] = None, *, strip_prefi
         if wanted is not None and col.name.lower() not in wanted:
             continue
         name = col.name[len(strip_prefix):] if strip_prefix and col.name.startswith(strip_prefix) else col.name
-        fields.append(StructField(name, _parse_datatype_string(col.spark_type), True))
+        nullable = col.nullable and col.name.lower() not in {k.lower() for k in getattr(table, "primary_key", ())}
+        meta = {"flink_type": col.flink_type, "flink_nullable": nullable}
+        fields.append(StructField(name, _parse_datatype_string(col.spark_type), True, meta))
     return StructType(fields)
 
 

@@ -63,6 +63,34 @@ class Format:
     changelog: bool = False
     file_format: Optional[str] = None
     single_column: bool = False      # raw: exactly one physical column
+    # avro: the Avro schema is derived from the columns' Flink types, so ``encode`` takes
+    # the StructType of the encoded columns too (``schema=``, with the Flink types in each
+    # field's metadata, see job.connectors.rows.physical_schema).
+    needs_schema: bool = False
+    # ``check(fields, options)``: refuses columns or options the format cannot take, before
+    # anything runs (raises PipelineError; the caller names the table and option).
+    # ``fields``: (name, Flink LogicalType) of the table's physical columns.
+    check: Optional[Callable[[list, Mapping[str, Any]], None]] = None
+    # Formats Spark reads and writes as files itself but whose columns need converting
+    # (avro): see :class:`FileCodec`. Used with ``file_format``.
+    files: Optional["FileCodec"] = None
+
+
+@dataclass(frozen=True)
+class FileCodec:
+    """How the filesystem connector reads and writes a ``file_format`` whose Spark types
+    differ from the table's. ``schema`` is the StructType of the file's columns with Flink
+    types in the fields' metadata (job.connectors.rows.physical_schema); ``options`` the
+    format's options without prefix.
+
+    ``reader(schema, options)``: (the StructType Spark reads, reader options).
+    ``columns(df, schema)``: the table's columns from what Spark read, by name.
+    ``writer(df, schema, options)``: (the columns to write, in order, writer options).
+    """
+
+    reader: Callable[..., Any]
+    columns: Callable[..., Any]
+    writer: Callable[..., Any]
 
 
 def format_options(options: Mapping[str, Any], prefix: str) -> dict[str, Any]:

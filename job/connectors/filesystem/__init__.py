@@ -42,7 +42,7 @@ from job.options import table_error
 OPTIONS = (
     Option("path", required=True, description="The directory: a local path, a file: or hdfs: URI, or a glob."),
     Option("format", required=True,
-           description="Format of the files: json, csv, raw, parquet or debezium-json (source only)."),
+           description="Format of the files: json, csv, raw, parquet, avro or debezium-json (source only)."),
     Option("source.max-files-per-trigger", "int",
            description="Upper bound of new files read per micro-batch (Spark's maxFilesPerTrigger)."),
     Option("source.max-bytes-per-trigger", "int", default=1 << 30,

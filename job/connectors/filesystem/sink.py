@@ -22,6 +22,11 @@ class FileSystemSink(Sink):
         fopts = file_format_options(fmt, options)
         parts = partition_columns(table)
         data = data_columns(table)
+        if fmt.files is not None:
+            from job.connectors.rows import physical_schema
+
+            columns, opts = fmt.files.writer(df, physical_schema(table, data), fopts)
+            return df.select(*columns, *[F.col(f"`{c}`") for c in parts]), fmt.file_format, opts
         if fmt.file_format:
             opts = {"compression": fopts["compression"]} if fopts.get("compression") else {}
             return df.select(*[F.col(f"`{c}`") for c in data + parts]), fmt.file_format, opts

@@ -17,6 +17,7 @@ from job.options import table_error
 
 def create_source(ctx) -> SourceStream:
     from pyspark.errors import AnalysisException
+    from pyspark.sql.types import StructType
 
     table, options = ctx.table, ctx.options
     fmt = file_format(table, options)
@@ -30,7 +31,13 @@ def create_source(ctx) -> SourceStream:
     elif options.get("source.max-bytes-per-trigger"):
         reader = reader.option("maxBytesPerTrigger", str(options["source.max-bytes-per-trigger"]))
     try:
-        if fmt.file_format:
+        if fmt.files is not None:
+            file_schema, reader_options = fmt.files.reader(physical_schema(table, data_columns(table)),
+                                                           file_format_options(fmt, options))
+            parts = physical_schema(table, partition_columns(table))
+            df = (reader.schema(StructType(file_schema.fields + parts.fields)).options(**reader_options)
+                  .format(fmt.file_format).load(path))
+        elif fmt.file_format:
             df = reader.schema(physical_schema(table)).format(fmt.file_format).load(path)
         else:
             # Line by line, in splits: nothing is read whole (a changelog's records get
@@ -43,16 +50,19 @@ def create_source(ctx) -> SourceStream:
                               exit_code=EXIT_UNREACHABLE)
         raise
     if fmt.file_format:
-        return _file_format_source(df, table)
+        return _file_format_source(df, table, fmt)
     return _text_source(ctx.spark, df, table, options, fmt, ctx.ordered)
 
 
-def _file_format_source(df, table) -> SourceStream:
-    """Formats Spark reads itself (parquet): columns come typed, partitions natively."""
+def _file_format_source(df, table, fmt) -> SourceStream:
+    """Formats Spark reads itself (parquet, avro): columns come typed (avro's converted
+    to the table's types by the format), partitions natively."""
     from pyspark.sql import functions as F
 
     meta = F.col("_metadata")
     physical = {c.name: F.col(f"`{c.name}`") for c in table.physical_columns}
+    if fmt.files is not None:
+        physical.update(fmt.files.columns(df, physical_schema(table, data_columns(table))))
     metadata = {c.name: meta[METADATA_KEYS[c.metadata_key or c.name]].cast(c.spark_type)
                 for c in table.columns if c.kind == "metadata"}
     control = clean_records(F.concat(F.lit("file "), meta["file_path"]))

@@ -186,7 +186,9 @@ def encoded_record(df, table, options, *, key_cols: list[str], value_null=None):
 
     value_fmt, vopts = value_format(table, options)
     physical = value_columns(table, options, key_cols)
-    value = value_fmt.encode(df[physical[0]] if value_fmt.single_column else F.struct(*[df[c] for c in physical]), vopts)
+    value_row = df[physical[0]] if value_fmt.single_column else F.struct(*[df[c] for c in physical])
+    value = (value_fmt.encode(value_row, vopts, schema=physical_schema(table, physical)) if value_fmt.needs_schema
+             else value_fmt.encode(value_row, vopts))
     if value_null is not None:
         value = F.when(value_null, F.lit(None)).otherwise(value)
     cols = [value.cast("binary").alias("value")]
@@ -196,7 +198,9 @@ def encoded_record(df, table, options, *, key_cols: list[str], value_null=None):
         if key_fmt.single_column:
             key = key_fmt.encode(df[key_cols[0]], kopts)
         else:
-            key = key_fmt.encode(F.struct(*[df[c].alias(key_field(c, strip)) for c in key_cols]), kopts)
+            key_row = F.struct(*[df[c].alias(key_field(c, strip)) for c in key_cols])
+            key = (key_fmt.encode(key_row, kopts, schema=physical_schema(table, key_cols, strip_prefix=strip))
+                   if key_fmt.needs_schema else key_fmt.encode(key_row, kopts))
         cols.append(key.cast("binary").alias("key"))
     for col in table.columns:
         if col.kind == "metadata" and not col.virtual and (col.metadata_key or col.name) in ("headers", "properties"):
