@@ -122,3 +122,45 @@ def test_append_table_and_declared_schema_mismatch(spark, tmp_path):
     with pytest.raises(PipelineError) as e:
         make_sink(spark, other, tmp_path / "ck3")
     assert "its column 'id' is int" in e.value.message and e.value.option == "catalog-table"
+
+
+# --------------------------------------------------------------------------- a whole pipeline
+
+@pytest.mark.slow
+def test_updating_pipeline_into_iceberg_across_restarts(spark, tmp_path):
+    """A count by account over a changelog of users (moves and deletions: updates and
+    deletes of the count, an account whose count drops to zero deleted), in two runs on
+    one checkpoint; the table holds the final counts."""
+    import json
+
+    from tests.support.runs import run_inline
+
+    src, wh = tmp_path / "users", tmp_path / "wh"
+    src.mkdir()
+
+    def change(op, before, after):
+        row = lambda v: None if v is None else {"id": v[0], "accountId": v[1]}  # noqa: E731
+        return json.dumps({"before": row(before), "after": row(after), "op": op})
+
+    (src / "1.json").write_text("\n".join([
+        change("c", None, (1, "a")), change("c", None, (2, "a")), change("c", None, (3, "b")),
+        change("u", (3, "b"), (3, "c"))]) + "\n")
+    sql = f"""
+    CREATE TABLE users (id INT, accountId STRING, PRIMARY KEY (id) NOT ENFORCED)
+      WITH ('connector' = 'filesystem', 'path' = '{src}', 'format' = 'debezium-json');
+    CREATE TABLE counts (accountId STRING, n BIGINT, PRIMARY KEY (accountId) NOT ENFORCED)
+      WITH ('connector' = 'iceberg', 'catalog-name' = 'lake', 'catalog-type' = 'hadoop', 'warehouse' = '{wh}',
+            'catalog-database' = 'db', 'format-version' = '2', 'write.upsert.enabled' = 'true');
+    INSERT INTO counts SELECT accountId, COUNT(*) AS n FROM users GROUP BY accountId;
+    """
+    r = run_inline(statements=[sql], once=True, checkpoint_dir=str(tmp_path / "ck"))
+    assert r.code == 0, r.err
+    schema = "accountId string, n bigint"
+    assert_df_equality(read_table(spark, wh, ("db", "counts"), schema),
+                       spark.createDataFrame([("a", 2), ("c", 1)], schema), ignore_row_order=True, ignore_nullable=True)
+    (src / "2.json").write_text("\n".join([
+        change("d", (3, "c"), None), change("u", (1, "a"), (1, "b")), change("c", None, (4, "b"))]) + "\n")
+    r = run_inline(statements=[sql], once=True, checkpoint_dir=str(tmp_path / "ck"))
+    assert r.code == 0, r.err
+    assert_df_equality(read_table(spark, wh, ("db", "counts"), schema),
+                       spark.createDataFrame([("a", 1), ("b", 2)], schema), ignore_row_order=True, ignore_nullable=True)

@@ -21,9 +21,8 @@ the new rows appended. The snapshot records the writing query and the micro-batc
 (``streamsql.sink-id``, ``streamsql.batch-id`` in its summary), and a batch already
 recorded is skipped, so a batch replayed after kill -9 is committed once.
 
-**Source** (:mod:`job.connectors.iceberg.source`): the table's appended rows, bounded (the
-current snapshot, the default) or, with 'streaming' = 'true', every snapshot appended
-later, polled every 'monitor-interval'.
+**Not yet a source**: reading an Iceberg table (Flink's 'streaming', 'monitor-interval',
+'start-snapshot-id') is refused by name when a table is read from.
 """
 from __future__ import annotations
 
@@ -55,13 +54,6 @@ OPTIONS = (
     Option("upsert-enabled", "bool", description="Write option overriding 'write.upsert.enabled' for this job."),
     Option("write-format", "enum", default="parquet", choices=("parquet", "orc", "avro"),
            description="Data file format; parquet (orc and avro are refused)."),
-    Option("streaming", "bool", default=False,
-           description="Source: keep reading snapshots appended after the start (unbounded); false reads the "
-                       "current snapshot and ends."),
-    Option("monitor-interval", "duration", default=60_000,
-           description="Source, 'streaming' = 'true': how often the table is checked for new snapshots."),
-    Option("start-snapshot-id", "int",
-           description="Source: read the snapshots appended after this one (incremental), instead of the table."),
 )
 
 CATALOG_KEYS = ("catalog-name", "catalog-type", "catalog-impl", "catalog-database", "catalog-table", "warehouse",
@@ -129,8 +121,6 @@ def check(table, options: Mapping[str, Any], role) -> None:
             raise table_error(table, f"column '{col.name}' of table '{table.name}' has type {col.flink_type}, which "
                                      "the iceberg connector does not store yet",
                               hint="use a scalar type (STRING, numbers, BOOLEAN, DATE, TIMESTAMP, BYTES)")
-    if role == "source" and options.get("monitor-interval") is not None and options["monitor-interval"] <= 0:
-        raise table_error(table, "'monitor-interval' must be positive", option="monitor-interval")
 
 
 def upsert_enabled(options: Mapping[str, Any]) -> bool:
@@ -155,31 +145,18 @@ def catalog_table_options(catalog_name: str, catalog_options: Mapping[str, str],
     return options
 
 
-def _create_source(ctx):
-    from job.connectors.iceberg.source import create_source
-    return create_source(ctx)
-
-
 def _create_sink(ctx):
     from job.connectors.iceberg.sink import IcebergSink
     return IcebergSink(ctx)
 
 
-def source_identity(bound) -> Mapping[str, Any]:
-    database, name = table_identifier(bound.table, bound.options)
-    return {"warehouse": bound.options.get("warehouse"), "table": f"{database}.{name}"}
-
-
 CONNECTOR = Connector(
     identifier="iceberg",
     description="An Apache Iceberg table in a Hadoop catalog (Flink's iceberg connector options): append or "
-                "upsert sink committed once per micro-batch, bounded or streaming append source.",
+                "upsert sink committed once per micro-batch.",
     options=OPTIONS,
-    source_mode=APPEND,
     mode_for=lambda table: UPSERT if table.primary_key else APPEND,
     sink_modes=(APPEND, UPSERT),
-    create_source=_create_source,
     create_sink=_create_sink,
     check=check,
-    source_identity=source_identity,
 )
