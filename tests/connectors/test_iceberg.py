@@ -61,6 +61,15 @@ def test_option_checks(tmp_path):
     assert error(**{"write.upsert.enabled": "true"}).option == "write.upsert.enabled"  # no PRIMARY KEY
     assert error(**{"write-format": "orc"}).option == "write-format"
     assert "unknown option 'catalog-tabel'" in error(**{"catalog-tabel": "x"}).message
+    assert "unknown option 'streaming'" in error(streaming="true").message  # not a source yet
+    partitioned = ddl(f"CREATE TABLE t (id INT, d STRING) PARTITIONED BY (d) WITH ('connector' = 'iceberg', "
+                      f"'catalog-name' = 'c', 'catalog-type' = 'hadoop', 'warehouse' = '{tmp_path}')")
+    with pytest.raises(PipelineError) as e:
+        validate_options(partitioned, "sink")
+    assert "PARTITIONED BY is not supported" in e.value.message
+    with pytest.raises(PipelineError) as e:
+        validate_options(table_sql("t", "id INT", tmp_path), "source")
+    assert "can only be a sink" in e.value.message
     _, ok = validate_options(table_sql("t", "id INT, v STRING", tmp_path, pk="id",
                                        **{"write.upsert.enabled": "true"}), "sink")
     assert ok["catalog-database"] == "default_database" and ok["format-version"] == 2

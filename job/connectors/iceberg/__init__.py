@@ -113,6 +113,9 @@ def check(table, options: Mapping[str, Any], role) -> None:
     if upsert_enabled(options) and options.get("format-version") == 1:
         raise table_error(table, f"table '{table.name}': format version 1 does not support upserts "
                                  "('write.upsert.enabled')", option="format-version", hint="use 'format-version' = '2'")
+    if table.partitioned_by:
+        raise table_error(table, f"table '{table.name}': PARTITIONED BY is not supported by the iceberg connector "
+                                 "yet (it writes unpartitioned tables)", hint="leave out PARTITIONED BY")
     for col in table.columns:
         if col.kind == "metadata":
             raise table_error(table, f"column '{col.name}' of table '{table.name}': the iceberg connector has no "
