@@ -69,3 +69,10 @@ def test_job_and_flink_write_the_same_iceberg_table(spark, tmp_path):
     assert job_table.count() == 5
     assert_df_equality(job_table, flink_own, ignore_row_order=True, ignore_nullable=True)
     assert_df_equality(flink_reads_job, flink_own, ignore_row_order=True, ignore_nullable=True)
+    # Flink's upserts left equality deletes: upserting into its table is refused by name.
+    from job.errors import PipelineError
+    from tests.connectors.test_iceberg import ddl, make_sink
+    t = ddl(f"CREATE TABLE counts ({columns}) WITH ({iceberg_with(wh, 'flink_counts')})")
+    with pytest.raises(PipelineError) as e:
+        make_sink(spark, t, tmp_path / "ck2")
+    assert "equality delete files" in e.value.message

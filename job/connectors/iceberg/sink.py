@@ -69,6 +69,17 @@ class IcebergSink(Sink):
             except TableAlreadyExistsError:  # another job created it first
                 pass
         current = self.catalog.load_table((self.database, self.name))
+        snapshot = current.current_snapshot()
+        summary = snapshot.summary.additional_properties if snapshot and snapshot.summary else {}
+        if self.pk and int(summary.get("total-equality-deletes", "0") or 0) > 0:
+            # Flink's upsert writer leaves equality deletes; pyiceberg cannot read them, and
+            # an upsert batch must read the files it rewrites.
+            raise table_error(self.table, f"Iceberg table '{self.qualified}' in '{self.options['warehouse']}' holds "
+                                          "equality delete files (written by Flink's upsert sink), which the iceberg "
+                                          f"connector cannot read, so it cannot upsert into it (table "
+                                          f"'{self.table.name}')", option="catalog-table",
+                              hint="compact the table first (rewrite_data_files in Spark or Flink) or write "
+                                   "to another table")
         problem = verify(current.schema(), self.table, self.cols)
         if problem:
             raise table_error(self.table, f"Iceberg table '{self.qualified}' in '{self.options['warehouse']}' "
