@@ -61,9 +61,10 @@ def test_one_connector_s_or_option_s_packages_are_extras_the_tests_install():
     found = extras()
     assert [r.name for r in found["postgres"]] == ["psycopg"]
     assert [r.name for r in found["metrics"]] == ["prometheus-client"]
+    assert [r.name for r in found["iceberg"]] == ["pyiceberg"]
     (itself,) = [r for r in found["test"] if r.name == "streamsql"]
-    assert itself.extras == {"postgres", "metrics"}
-    assert not {"psycopg", "prometheus-client"} & {r.name for r in requirements()}
+    assert itself.extras == {"postgres", "metrics", "iceberg"}
+    assert not {"psycopg", "prometheus-client", "pyiceberg"} & {r.name for r in requirements()}
 
 
 def blocked(module: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:

@@ -37,6 +37,7 @@ BUILTIN_CONNECTORS = (
     "job.connectors.blackhole",
     "job.connectors.postgres_cdc",
     "job.connectors.jdbc",
+    "job.connectors.iceberg",
 )
 BUILTIN_FORMATS = (
     "job.formats.json",
