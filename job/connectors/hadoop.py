@@ -130,3 +130,17 @@ def java_causes(exc: BaseException, limit: int = 12) -> list[str]:
     except Exception:  # noqa: BLE001 - the JVM is gone; the Python text will do
         return out
     return out
+
+
+def sink_id(spark, checkpoint: str) -> str:
+    """What a sink that records its committed batches in the target (jdbc, iceberg) calls
+    the query writing it: the checkpoint's path and the query id Spark stored in it, so a
+    fresh checkpoint is a new query, which writes its batches (numbered from 0 again) anew."""
+    import hashlib
+
+    query_id = ""
+    try:
+        query_id = checkpoint_query_id(spark, checkpoint)
+    except Exception:  # noqa: BLE001 - called outside a query (tests): the path alone
+        pass
+    return hashlib.sha1(f"{checkpoint}|{query_id}".encode()).hexdigest()[:32]

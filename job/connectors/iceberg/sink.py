@@ -11,11 +11,10 @@ between Iceberg's commit and Spark's) and is skipped.
 """
 from __future__ import annotations
 
-import hashlib
 from typing import Optional
 
 from job.connectors.base import Sink, SinkError
-from job.connectors.hadoop import checkpoint_query_id
+from job.connectors.hadoop import sink_id
 from job.connectors.iceberg import table_identifier, upsert_enabled
 from job.connectors.iceberg.arrow import arrow_batches
 from job.connectors.iceberg.schema import arrow_schema, conform, iceberg_schema, verify
@@ -155,15 +154,9 @@ class IcebergSink(Sink):
         return False
 
     def sink_id(self) -> str:
-        """The checkpoint's path and the query id Spark stored in it: a fresh checkpoint is a
-        new query, which writes its batches (numbered from 0 again) anew."""
+        """The query writing this sink (job.connectors.hadoop.sink_id)."""
         if self._sink_id is None:
-            query_id = ""
-            try:
-                query_id = checkpoint_query_id(self.ctx.spark, self.ctx.checkpoint)
-            except Exception:  # noqa: BLE001 - called outside a query (tests): the path alone
-                pass
-            self._sink_id = hashlib.sha1(f"{self.ctx.checkpoint}|{query_id}".encode()).hexdigest()[:32]
+            self._sink_id = sink_id(self.ctx.spark, self.ctx.checkpoint)
         return self._sink_id
 
 

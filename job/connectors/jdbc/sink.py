@@ -7,7 +7,7 @@ import hashlib
 from typing import Optional
 
 from job.connectors.base import Sink, SinkError
-from job.connectors.hadoop import checkpoint_query_id
+from job.connectors.hadoop import sink_id
 from job.connectors.jdbc.database import UNREACHABLE_STATES, Database, qualified, safe_url, sql_error, states
 from job.connectors.jdbc.dialects import can_hold
 from job.errors import EXIT_OTHER, PipelineError
@@ -199,14 +199,9 @@ class JdbcSink(Sink):
                                 "the batch is retried from the checkpoint when the job restarts")
 
     def sink_id(self) -> str:
-        """Checkpoint path + the query id Spark stored in it (a new checkpoint, a new id)."""
+        """The query writing this sink (job.connectors.hadoop.sink_id)."""
         if self._sink_id is None:
-            query_id = ""
-            try:
-                query_id = checkpoint_query_id(self.ctx.spark, self.ctx.checkpoint)
-            except Exception:  # noqa: BLE001 - called outside a query (tests): the path alone
-                pass
-            self._sink_id = hashlib.sha1(f"{self.ctx.checkpoint}|{query_id}".encode()).hexdigest()[:32]
+            self._sink_id = sink_id(self.ctx.spark, self.ctx.checkpoint)
         return self._sink_id
 
 
