@@ -2,8 +2,8 @@
 
 Real-time mode runs long-lived tasks that hold a task slot each for the whole checkpoint
 interval: one per source partition and, for every stateful stage, one per shuffle
-partition (the pipelined shuffle runs producer and consumer at once). The query is
-refused in our words when the session has fewer cores, and when its checkpoint was
+partition (the pipelined shuffle runs producer and consumer at once): :func:`fit` gives
+them before any query starts. A query is refused in our words when its checkpoint was
 written by micro-batch (state checkpoint format v1, which real-time mode cannot read).
 """
 from __future__ import annotations
@@ -89,20 +89,6 @@ def fit(spark, plans, err, *, rebuild, replan, own_session: bool = True):
     return spark, replan(spark, blocked=why)
 
 
-def check_slots(spark, plan) -> int:
-    shuffle = int(spark.conf.get("spark.sql.shuffle.partitions"))
-    needed = slots_needed(plan, source_partitions(spark, plan), shuffle)
-    cores = spark.sparkContext.defaultParallelism
-    if cores < needed:
-        raise PipelineError(
-            f"query '{plan.name}' runs in real-time mode, which holds a task slot for every source partition and, "
-            f"for each of its stateful steps, every shuffle partition, all at once: it needs {needed} slots and "
-            f"this Spark application has {cores} cores. Give it more (--master local[{needed}], or more executor "
-            f"cores), lower SET 'spark.sql.shuffle.partitions' (now {shuffle}), or SET '{MODE_KEY}' = 'off' to run "
-            f"it in micro-batch mode.")
-    return needed
-
-
 def check_checkpoint(plan) -> None:
     """A stateful query's checkpoint written by micro-batch (state format v1) cannot be
     read in real-time mode: refuse before Spark does."""
@@ -178,8 +164,7 @@ def start(plan, program):
     writer = plan.writer
     spark = writer._spark
     interval_ms = checkpoint_interval_ms(program.conf)
-    check_checkpoint(plan)
-    check_slots(spark, plan)
+    check_checkpoint(plan)   # its slots were given before it was planned the last time (fit)
     mark(plan)
     with real_time_settings(spark):
         return (writer.queryName(plan.name).option("checkpointLocation", plan.checkpoint).outputMode("update")

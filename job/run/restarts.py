@@ -41,7 +41,7 @@ class Restarter:
             self.writers[plan.name] = plan.writer
             for name, writer, _checkpoint in plan.dead_letters:
                 self.writers[f"{plan.name}-{name}"] = writer
-        self.real_time = {plan.name: plan for plan in plans if plan.mode() == "real-time"}
+        self.real_time = {plan.name for plan in plans if plan.mode() == "real-time"}
         self.checkpoints = {plan.name: plan.checkpoint for plan in plans}
         self.counts: dict[str, int] = {}
         self.err = err or sys.stderr
