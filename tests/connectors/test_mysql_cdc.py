@@ -159,8 +159,7 @@ def test_group_by_over_the_changelog_into_an_upsert_sink_across_restarts(db, pos
         db.sql(f"UPDATE {db.db}.t SET amount = 20 WHERE id = 1")
         db.sql(f"UPDATE {db.db}.t SET account = 'c' WHERE id = 3")  # moves between groups
         db.sql(f"DELETE FROM {db.db}.t WHERE id = 2")
-        assert run_and_read() == [("b", 1, 1), ("c", 2, 107), ("a", 1, 20)].__class__(
-            sorted([("a", 1, 20), ("b", 1, 1), ("c", 2, 107)]))
+        assert run_and_read() == [("a", 1, 20), ("b", 1, 1), ("c", 2, 107)]
         db.sql(f"DELETE FROM {db.db}.t WHERE account = 'b'")
         assert run_and_read() == [("a", 1, 20), ("c", 2, 107)]
     finally:
@@ -190,7 +189,7 @@ def test_refused_before_anything_runs(db, tmp_path):
     assert run_bad(db, tmp_path, port="1", dry_run=True).code == 0
     r = run_bad(db, tmp_path)
     assert r.code == 2 and (f"column 'id' of table 'src' is INT, which cannot hold the values of MySQL column "
-                            f"{db.db}.t.id (BIGINT)") in r.error_line and "declare it as BIGINT" in r.error_line, r.err
+                            f"{db.db}.t.id (BIGINT(20))") in r.error_line and "declare it as BIGINT" in r.error_line, r.err
     r = run_bad(db, tmp_path, **{"table-name": "nope"})
     assert r.code == 2 and "no table of MySQL at 127.0.0.1" in r.error_line, r.err
     r = run_bad(db, tmp_path, **{"scan.startup.mode": "timestamp"})
