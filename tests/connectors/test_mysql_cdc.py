@@ -130,6 +130,7 @@ def test_snapshot_then_binlog_with_typed_values_and_a_resumed_query(spark, db, t
     assert [(r["id"], r["name"], r["__kind"]) for r in got.collect()] == [(5, "e", "U")]
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_group_by_over_the_changelog_into_an_upsert_sink_across_restarts(db, postgres, tmp_path):
     """Snapshot + inserts, updates, deletes through a GROUP BY into jdbc (an upsert sink by
