@@ -18,6 +18,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "kafka: needs the local Kafka broker (started by the fixture)")
     config.addinivalue_line("markers", "slow: end-to-end; runs in CI, skip locally with -m 'not slow'")
     config.addinivalue_line("markers", "postgres: needs the local PostgreSQL server (started by the fixture)")
+    config.addinivalue_line("markers", "mariadb: needs the local MariaDB server (started by the fixture)")
     config.addinivalue_line("markers", "airflow: runs a real Apache Airflow (own virtualenv); only with STREAMSQL_AIRFLOW_TEST=1")
 
 
@@ -41,3 +42,11 @@ def postgres():
     from tests.support.services import ensure_postgres
 
     return ensure_postgres()
+
+
+@pytest.fixture(scope="session")
+def mariadb():
+    """The local MariaDB (scripts/mariadb.sh, 127.0.0.1:13306): host/port/user/password."""
+    from tests.support.services import ensure_mariadb
+
+    return ensure_mariadb()

@@ -16,7 +16,8 @@ from packaging.requirements import Requirement
 ROOT = Path(__file__).resolve().parents[1]
 
 # A distribution's name → the module the job imports it as.
-MODULE_OF = {"pyyaml": "yaml", "psycopg": "psycopg", "prometheus-client": "prometheus_client"}
+MODULE_OF = {"pyyaml": "yaml", "psycopg": "psycopg", "prometheus-client": "prometheus_client",
+             "mysql-replication": "pymysqlreplication"}
 # What pyspark[sql] brings and the job imports itself.
 VIA_PYSPARK_SQL = {"numpy", "pyarrow", "pandas", "py4j"}
 
@@ -60,11 +61,12 @@ def test_every_declared_package_is_imported_and_every_imported_one_declared():
 def test_one_connector_s_or_option_s_packages_are_extras_the_tests_install():
     found = extras()
     assert [r.name for r in found["postgres"]] == ["psycopg"]
+    assert [r.name for r in found["mysql"]] == ["mysql-replication", "pymysql"]
     assert [r.name for r in found["metrics"]] == ["prometheus-client"]
     assert [r.name for r in found["iceberg"]] == ["pyiceberg"]
     (itself,) = [r for r in found["test"] if r.name == "streamsql"]
-    assert itself.extras == {"postgres", "metrics", "iceberg"}
-    assert not {"psycopg", "prometheus-client", "pyiceberg"} & {r.name for r in requirements()}
+    assert itself.extras == {"postgres", "mysql", "metrics", "iceberg"}
+    assert not {"psycopg", "mysql-replication", "pymysql", "prometheus-client", "pyiceberg"} & {r.name for r in requirements()}
 
 
 def blocked(module: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:

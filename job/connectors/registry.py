@@ -36,6 +36,7 @@ BUILTIN_CONNECTORS = (
     "job.connectors.print",
     "job.connectors.blackhole",
     "job.connectors.postgres_cdc",
+    "job.connectors.mysql_cdc",
     "job.connectors.jdbc",
     "job.connectors.iceberg",
 )

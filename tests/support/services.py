@@ -118,6 +118,21 @@ def stop_postgres(name: str = "test") -> None:
     _run([str(POSTGRES_SH), "stop", "--name", name], timeout=60)
 
 
+MARIADB_SH = ROOT / "scripts" / "mariadb.sh"
+
+
+def ensure_mariadb(port: int = 13306, name: str = "test", timeout: float = 120) -> dict:
+    """Start (or reuse) the local MariaDB NAME on 127.0.0.1:PORT (scripts/mariadb.sh).
+
+    Returns connection facts: ``host``, ``port``, ``user``, ``password``. Installs the
+    Debian packages on first use when run as root.
+    """
+    _run([str(MARIADB_SH), "start", "--port", str(port), "--name", name, "--timeout", str(int(timeout))],
+         timeout=timeout + 600)  # first use may apt-get install
+    return {"host": "127.0.0.1", "port": port, "user": "root",
+            "password": os.environ.get("STREAMSQL_MYSQL_PASSWORD", "mariadb")}
+
+
 def drop_jdbc_staging_tables(conn) -> None:
     """Each jdbc sink leaves an (empty) staging table per checkpoint; tests make many.
     ``conn``: a psycopg connection in autocommit mode."""
