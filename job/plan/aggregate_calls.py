@@ -23,6 +23,8 @@ class AggCall:
     result: LogicalType = None
     separator: Optional[str] = None   # LISTAGG's
     ignore_nulls: bool = False        # ARRAY_AGG(x IGNORE NULLS)
+    absent_on_null: bool = False      # JSON_ARRAYAGG / JSON_OBJECTAGG: NULL values left out
+    json_key: Optional[exp.Expression] = None  # JSON_OBJECTAGG's key (its value is ``arg``)
 
 
 def aggregate_calls(node: exp.Expression):
@@ -53,6 +55,8 @@ def parse_call(planner, call: exp.Expression) -> AggCall:
     if not function.supported:  # by name first: its arguments are no reason to refuse it
         raise planner.error(call, function.refusal)
     args = list(call.expressions)
+    if function.engine in JSON_AGGREGATES:
+        return _json_call(planner, node, function, call, condition)
     distinct = False
     ignore_nulls = False
     if len(args) == 1 and isinstance(args[0], (exp.IgnoreNulls, exp.RespectNulls)):
@@ -84,3 +88,34 @@ def parse_call(planner, call: exp.Expression) -> AggCall:
                 raise planner.error(args[1], "the separator of LISTAGG must be a string literal")
             separator = args[1].this
     return AggCall(node, function, arg, distinct, condition, separator=separator, ignore_nulls=ignore_nulls)
+
+
+JSON_AGGREGATES = ("json_arrayagg", "json_objectagg")
+
+
+def _json_call(planner, node, function, call, condition) -> AggCall:
+    """JSON_ARRAYAGG(value [ON NULL]) / JSON_OBJECTAGG(KEY k VALUE v [ON NULL]): Flink's
+    defaults are ABSENT ON NULL for the array, NULL ON NULL for the object."""
+    from job.sql.flink.dialect import JsonClause
+
+    clauses = {c.this: c for c in call.expressions if isinstance(c, JsonClause)}
+    args = [a for a in call.expressions if not isinstance(a, JsonClause)]
+    for name in clauses:
+        if name != "ON NULL":
+            raise planner.error(call, f"{name} is not supported in {call.name}")
+    on_null = clauses.get("ON NULL")
+    arrays = function.engine == "json_arrayagg"
+    absent = (on_null.expression.name.upper() == "ABSENT") if on_null is not None else arrays
+    if condition is not None:
+        raise planner.error(node, f"{call.name} with FILTER (WHERE …) is not supported yet",
+                            hint="filter the rows in a subquery's WHERE")
+    if len(args) != 1 or isinstance(args[0], (exp.Distinct, exp.Order)):
+        raise planner.error(call, f"{call.name} takes one " + ("value" if arrays else "KEY … VALUE … pair")
+                            + " (DISTINCT and ORDER BY are not supported)")
+    key = None
+    arg = args[0]
+    if not arrays:
+        if not isinstance(arg, exp.Tuple) or len(arg.expressions) != 2:
+            raise planner.error(call, "JSON_OBJECTAGG takes KEY key VALUE value")
+        key, arg = arg.expressions
+    return AggCall(node, function, arg, False, None, absent_on_null=absent, json_key=key)

@@ -16,14 +16,16 @@ from sqlglot import exp
 
 from job.changelog.specs import AggregateCall
 from job.plan import engine, grouping_sets, nodes
-from job.plan.aggregate_calls import AggCall, aggregate_calls, parse_call
+from job.plan.aggregate_calls import JSON_AGGREGATES, AggCall, aggregate_calls, parse_call
+from job.plan.json_aggregates import json_argument
 from job.plan.relation import NET, SIGN, Field, Rel, flink_key
 from job.sql.flink.translate import Typed
 from job.sql.types import LogicalType, logical_type
 
 # The aggregate functions the engine's aggregate operator computes (under retractions too).
-ENGINE_AGGREGATES = {"count", "sum", "avg", "min", "max", "listagg", "first_value", "last_value", "array_agg"}
-ORDER_DEPENDENT = {"listagg", "first_value", "last_value", "array_agg", "array_agg_ignore_nulls"}
+ENGINE_AGGREGATES = {"count", "sum", "avg", "min", "max", "listagg", "first_value", "last_value", "array_agg",
+                     "json_arrayagg", "json_objectagg"}
+ORDER_DEPENDENT = {"listagg", "first_value", "last_value", "array_agg", "array_agg_ignore_nulls", "json_arrayagg"}
 
 
 def plan_aggregate(planner, rel: Rel, node: exp.Select) -> Rel:
@@ -85,6 +87,14 @@ def group_aggregate(planner, rel: Rel, node: exp.Select) -> Rel:
                                            "union or a window is not supported yet",
                                 hint="it is supported over a table's rows (filtered and projected), append-only "
                                      "or a changelog")
+        if engine_name in JSON_AGGREGATES:
+            argument = f"a{i}"
+            function, sql, spark_type = json_argument(planner, atr, call)
+            staged_cols.append(F.expr(f"CAST({sql} AS {spark_type})").alias(argument))
+            call.result = call.function.result([])
+            specs.append(AggregateCall(function=function, column=f"r{i}",
+                                       result_type=engine.spark_type_json(call.result), argument=argument))
+            continue
         arg = atr.expr(call.arg) if call.arg is not None else None
         call.result = call.function.result([arg.type] if arg is not None else [])
         arg_sql = arg.sql if arg is not None else None

@@ -53,6 +53,17 @@ aggregate("ARRAY_AGG", CATEGORY, "ARRAY_AGG([ ALL | DISTINCT ] expression [ RESP
           "The values as an ARRAY, in arrival order (NULLs too, unless IGNORE NULLS); NULL when there are none.",
           result=lambda types: t("ARRAY", children=(types[0].nullable_as(True),), nullable=True), engine="array_agg")
 
+aggregate("JSON_ARRAYAGG", CATEGORY, "JSON_ARRAYAGG(value [ { NULL | ABSENT } ON NULL ])",
+          "A JSON array of the values as JSON_STRING writes them (a JSON_OBJECT / JSON_ARRAY value nested as "
+          "JSON), in arrival order; NULLs left out (ABSENT ON NULL, the default) or written as null. A retraction "
+          "removes the value's first occurrence. '[]' for no values.",
+          result=lambda types: STRING_TYPE.nullable_as(False), engine="json_arrayagg")
+aggregate("JSON_OBJECTAGG", CATEGORY, "JSON_OBJECTAGG([KEY] key VALUE value [ { NULL | ABSENT } ON NULL ])",
+          "A JSON object of the rows' key/value pairs, keys sorted; a NULL value written as null (NULL ON NULL, "
+          "the default) or left out. A key twice, or a NULL key, fails the query (as it fails Flink's job); a "
+          "retraction removes its key when the value is the one held.",
+          result=lambda types: STRING_TYPE.nullable_as(False), engine="json_objectagg")
+
 for _name in ("COLLECT", "NTILE", "CUME_DIST",
               "PERCENT_RANK", "SINGLE_VALUE", "BIT_AND", "BIT_OR", "BIT_XOR", "ANY_VALUE", "PERCENTILE"):
     not_supported(_name, CATEGORY, kind=AGGREGATE)

@@ -22,14 +22,12 @@ from typing import Optional
 from sqlglot import exp
 
 from job.sql.flink.dialect import JsonClause, TypeRef
-from job.sql.flink.functions import AGGREGATE, lambda_var, not_supported, scalar
+from job.sql.flink.functions import lambda_var, not_supported, scalar
 from job.sql.flink.typed import Typed, spark_string
 from job.sql.types import BOOLEAN_TYPE, DOUBLE_TYPE, INT_TYPE, STRING_TYPE, logical_type, t
 
 CATEGORY = "json"
 
-for _name in ("JSON_OBJECTAGG", "JSON_ARRAYAGG"):
-    not_supported(_name, CATEGORY, kind=AGGREGATE, why="aggregate evaluation is the planner's")
 not_supported("JSON", CATEGORY, "JSON(value)", why="marks a string as raw JSON inside JSON_OBJECT / JSON_ARRAY")
 not_supported("PARSE_JSON", CATEGORY, "PARSE_JSON(string)", why="the VARIANT type")
 not_supported("TRY_PARSE_JSON", CATEGORY, "TRY_PARSE_JSON(string)", why="the VARIANT type")

@@ -152,7 +152,11 @@ final class AggregateOp extends Operator implements streamsql.engine.grouping.Ne
     if (!ordered) {
       Map<List<Object>, long[]> net = new LinkedHashMap<>();
       rows.forEachRemaining(r -> net.computeIfAbsent(args(r), k -> new long[1])[0] += sign(r, signAt));
-      return net.entrySet();
+      // Retractions first, as Flink receives -U before +U: JSON_OBJECTAGG fails on a key it
+      // still holds, so a key's new value must come after its old one is gone.
+      List<Map.Entry<List<Object>, long[]>> sorted = new ArrayList<>(net.entrySet());
+      sorted.sort((a, b) -> Boolean.compare(a.getValue()[0] >= 0, b.getValue()[0] >= 0));
+      return sorted;
     }
     List<Row> inOrder = new ArrayList<>();
     rows.forEachRemaining(inOrder::add);

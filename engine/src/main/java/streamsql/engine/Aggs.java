@@ -8,6 +8,8 @@ import java.math.BigDecimal;
 import java.math.RoundingMode;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
@@ -93,6 +95,11 @@ final class Aggs {
       case "last_value": return new Sequence(argType, resultType, Sequence.LAST, null);
       case "array_agg": return new Sequence(argType, resultType, Sequence.ARRAY, null);
       case "array_agg_ignore_nulls": return new Sequence(argType, resultType, Sequence.ARRAY_IGNORING_NULLS, null);
+      case "json_arrayagg_null_on_null": return new Sequence(argType, resultType, Sequence.JSON_ARRAY, null);
+      case "json_arrayagg_absent_on_null":
+        return new Sequence(argType, resultType, Sequence.JSON_ARRAY_ABSENT_NULLS, null);
+      case "json_objectagg_null_on_null": return new JsonObject(argType, resultType, false);
+      case "json_objectagg_absent_on_null": return new JsonObject(argType, resultType, true);
       default: throw new IllegalArgumentException("unknown aggregate function " + name);
     }
   }
@@ -394,6 +401,8 @@ final class Aggs {
    */
   static final class Sequence extends Fn {
     static final int LISTAGG = 0, FIRST = 1, LAST = 2, ARRAY = 3, ARRAY_IGNORING_NULLS = 4;
+    // JSON_ARRAYAGG of JSON texts: NULL written as null (NULL ON NULL) or left out.
+    static final int JSON_ARRAY = 5, JSON_ARRAY_ABSENT_NULLS = 6;
     private final int kind;
     private final String separator;
 
@@ -435,7 +444,7 @@ final class Aggs {
 
     @Override
     public void add(Object value, long n) {
-      if (value == null && fn.kind != Sequence.ARRAY) {
+      if (value == null && fn.kind != Sequence.ARRAY && fn.kind != Sequence.JSON_ARRAY) {
         return;
       }
       for (long i = 0; i < n; i++) {
@@ -454,6 +463,13 @@ final class Aggs {
 
     @Override
     public Object result() {
+      if (fn.kind == Sequence.JSON_ARRAY || fn.kind == Sequence.JSON_ARRAY_ABSENT_NULLS) {
+        StringBuilder out = new StringBuilder("[");
+        for (int i = 0; i < values.size(); i++) {
+          out.append(i > 0 ? "," : "").append(values.get(i) == null ? "null" : values.get(i));
+        }
+        return out.append(']').toString();
+      }
       if (values.isEmpty()) {
         return null;
       }
@@ -483,6 +499,120 @@ final class Aggs {
         Values.write(out, v);
       }
     }
+  }
+
+  // ------------------------------------------------------------------ JSON_OBJECTAGG
+
+  /**
+   * JSON_OBJECTAGG over (key, JSON text of the value) pairs, as Flink's JsonObjectAggFunction:
+   * a key already held, or a NULL key, fails the query; a NULL value is held as null
+   * unless ABSENT ON NULL. A retraction removes its key only when the value held is the
+   * one retracted (a NULL never equals the value held, so Flink keeps the key then). The
+   * keys are written sorted, as Flink's JSON writer sorts them.
+   */
+  static final class JsonObject extends Fn {
+    private final boolean skipNulls;
+
+    JsonObject(DataType argType, DataType resultType, boolean skipNulls) {
+      super(argType, resultType);
+      this.skipNulls = skipNulls;
+    }
+
+    @Override
+    Acc create() {
+      return new JsonObjectAcc(this, new TreeMap<>());
+    }
+
+    @Override
+    Acc read(DataInputStream in) throws IOException {
+      int n = in.readInt();
+      TreeMap<String, String> members = new TreeMap<>();
+      for (int i = 0; i < n; i++) {
+        String key = (String) Values.read(in);
+        members.put(key, (String) Values.read(in));
+      }
+      return new JsonObjectAcc(this, members);
+    }
+  }
+
+  static final class JsonObjectAcc implements Acc {
+    private final JsonObject fn;
+    private final TreeMap<String, String> members;
+
+    JsonObjectAcc(JsonObject fn, TreeMap<String, String> members) {
+      this.fn = fn;
+      this.members = members;
+    }
+
+    @Override
+    public void add(Object pair, long n) {
+      Row row = (Row) pair;
+      String key = row.getString(0);
+      String value = row.getString(1);
+      if (key == null) {
+        throw new IllegalArgumentException("JSON_OBJECTAGG received a NULL key; Flink fails the job on it too "
+            + "(Map views don't support null keys). Give the key a value, e.g. COALESCE(key, '…').");
+      }
+      for (long i = 0; i < n; i++) {
+        if (members.containsKey(key)) {
+          throw new IllegalArgumentException("Key '" + key + "' is already present. Duplicate keys are not "
+              + "allowed in JSON_OBJECTAGG. Please ensure that keys are unique.");
+        }
+        if (value != null || !fn.skipNulls) {
+          members.put(key, value);
+        }
+      }
+      for (long i = 0; i < -n; i++) {
+        if (value != null && members.containsKey(key) && value.equals(members.get(key))) {
+          members.remove(key);
+        }
+      }
+    }
+
+    @Override
+    public Object result() {
+      StringBuilder out = new StringBuilder("{");
+      for (Map.Entry<String, String> e : members.entrySet()) {
+        if (out.length() > 1) {
+          out.append(',');
+        }
+        jsonString(out, e.getKey()).append(':').append(e.getValue() == null ? "null" : e.getValue());
+      }
+      return out.append('}').toString();
+    }
+
+    @Override
+    public void write(DataOutputStream out) throws IOException {
+      out.writeInt(members.size());
+      for (Map.Entry<String, String> e : members.entrySet()) {
+        Values.write(out, e.getKey());
+        Values.write(out, e.getValue());
+      }
+    }
+  }
+
+  /** A JSON string literal, escaped as Jackson escapes it ('"', '\\' and control characters). */
+  static StringBuilder jsonString(StringBuilder out, String s) {
+    out.append('"');
+    for (int i = 0; i < s.length(); i++) {
+      char c = s.charAt(i);
+      switch (c) {
+        case '"': out.append("\\\""); break;
+        case '\\': out.append("\\\\"); break;
+        case '\b': out.append("\\b"); break;
+        case '\f': out.append("\\f"); break;
+        case '\n': out.append("\\n"); break;
+        case '\r': out.append("\\r"); break;
+        case '\t': out.append("\\t"); break;
+        default:
+          if (c < 0x20) {
+            out.append(String.format("\\u%04X", (int) c));
+          } else {
+            out.append(c);
+          }
+      }
+    }
+    return out.append('"');
   }
 
   // ------------------------------------------------------------------ DISTINCT
