@@ -48,7 +48,7 @@ from typing import Any, Mapping
 
 from job.connectors.base import UPSERT, Connector, Option, SourceStream
 from job.connectors.mysql_cdc import binlog
-from job.connectors.mysql_cdc.column_types import (INT_BITS, base_type, flink_cdc_type, type_problem,
+from job.connectors.mysql_cdc.column_types import (INT_BITS, flink_cdc_type, type_problem,
                                                    typed_value)
 from job.errors import EXIT_UNREACHABLE, PipelineError
 from job.options import table_error
@@ -274,12 +274,9 @@ def table_spec(table, cur, db: str, name: str) -> dict:
 # --------------------------------------------------------------------------- source
 
 def create_source(ctx) -> SourceStream:
-    import json
-
     from pyspark.sql import functions as F
-    from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-    from job.connectors.rows import table_frame
+    from job.connectors.change_stream import change_stream
 
     table, options = ctx.table, ctx.options
     physical_cols = list(table.physical_columns)
@@ -291,34 +288,15 @@ def create_source(ctx) -> SourceStream:
         spec = preflight(ctx)
         kinds = [c["data_type"] for c in spec["tables"][0]["columns"]]
     server_zone = zone(table, options)
-    ctx.spark.dataSource.register(binlog.CLASSES["CdcDataSource"])
-    fields = [StructField("__kind", StringType()), StructField("__seq_major", StringType()),
-              StructField("__seq_minor", LongType()), StructField("__position", StringType()),
-              StructField("__raw", StringType())]
-    fields += [StructField(f"{binlog.VALUE_PREFIX}{i}", StringType()) for i in range(len(physical_cols))]
-    # The connection (with its password) travels in an option whose name Spark redacts
-    # ('password') in plans and logs; the rest of the spec is harmless to show.
-    df = (ctx.spark.readStream.format(binlog.DATA_SOURCE_NAME).schema(StructType(fields))
-          .option("spec", json.dumps(spec))
-          .option("spec.connection.password", json.dumps(connection_info(options))).load())
-    physical, errors = {}, []
-    for i, col in enumerate(physical_cols):
-        text = F.col(f"{binlog.VALUE_PREFIX}{i}")
-        value = typed_value(text, col.spark_type, col.flink_type, kinds[i], server_zone)
-        physical[col.name] = value
-        if base_type(col.spark_type) != "string":
-            errors.append(F.when(text.isNotNull() & value.isNull(), F.concat(
-                F.lit(f"column '{col.name}': MySQL value '"), F.substring(text, 1, 100),
-                F.lit(f"' does not fit {col.flink_type}"))))
     # database_name / table_name: the matched table a row came from, from its position text.
     origin = F.split(F.col("__position"), " ").getItem(0)
     metadata = {c.name: (F.split(origin, r"\.").getItem(0) if (c.metadata_key or c.name) == "database_name"
                          else F.split(origin, r"\.").getItem(1)).cast(c.spark_type)
                 for c in table.columns if c.kind == "metadata"}
-    control = {"__kind": F.col("__kind"), "__seq_major": F.col("__seq_major"), "__seq_minor": F.col("__seq_minor"),
-               "__error": F.coalesce(*errors, F.lit(None).cast("string")) if errors else F.lit(None).cast("string"),
-               "__raw": F.col("__raw"), "__position": F.col("__position")}
-    return SourceStream(table_frame(df, table, physical=physical, metadata=metadata, control=control), UPSERT)
+    return change_stream(ctx, binlog.CLASSES["CdcDataSource"], binlog.DATA_SOURCE_NAME, binlog.VALUE_PREFIX, spec,
+                         connection_info(options), server="MySQL", metadata=metadata,
+                         typed=lambda i, col, text: typed_value(text, col.spark_type, col.flink_type, kinds[i],
+                                                                server_zone))
 
 
 CONNECTOR = Connector(

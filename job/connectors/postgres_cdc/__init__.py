@@ -300,9 +300,8 @@ def claim_slot(ctx, c, slot: str) -> int:
 
 def create_source(ctx) -> SourceStream:
     from pyspark.sql import functions as F
-    from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-    from job.connectors.rows import table_frame
+    from job.connectors.change_stream import change_stream
 
     table, options = ctx.table, ctx.options
     physical_cols = list(table.physical_columns)
@@ -313,32 +312,12 @@ def create_source(ctx) -> SourceStream:
                 "max_changes": options.get("scan.max-changes-per-trigger")}
     else:
         spec = preflight(ctx)
-    ctx.spark.dataSource.register(pg.CLASSES["CdcDataSource"])
-    fields = [StructField("__kind", StringType()), StructField("__seq_major", StringType()),
-              StructField("__seq_minor", LongType()), StructField("__position", StringType()),
-              StructField("__raw", StringType())]
-    fields += [StructField(f"{pg.VALUE_PREFIX}{i}", StringType()) for i in range(len(physical_cols))]
-    # The connection (with its password) travels in an option whose name Spark redacts
-    # ('password') in plans and logs; the rest of the spec is harmless to show.
-    df = (ctx.spark.readStream.format(pg.DATA_SOURCE_NAME).schema(StructType(fields))
-          .option("spec", json.dumps(spec))
-          .option("spec.connection.password", json.dumps(connection_info(options))).load())
-    physical, errors = {}, []
-    for i, col in enumerate(physical_cols):
-        text = F.col(f"{pg.VALUE_PREFIX}{i}")
-        value = typed_value(text, col.spark_type, spec["types"][i])
-        physical[col.name] = value
-        if base_type(col.spark_type) != "string":
-            errors.append(F.when(text.isNotNull() & value.isNull(), F.concat(
-                F.lit(f"column '{col.name}': PostgreSQL value '"), F.substring(text, 1, 100),
-                F.lit(f"' does not fit {col.flink_type}"))))
     metadata = {c.name: F.lit({"database_name": options["database-name"], "schema_name": options["schema-name"],
                                "table_name": options["table-name"]}[c.metadata_key or c.name]).cast(c.spark_type)
                 for c in table.columns if c.kind == "metadata"}
-    control = {"__kind": F.col("__kind"), "__seq_major": F.col("__seq_major"), "__seq_minor": F.col("__seq_minor"),
-               "__error": F.coalesce(*errors, F.lit(None).cast("string")) if errors else F.lit(None).cast("string"),
-               "__raw": F.col("__raw"), "__position": F.col("__position")}
-    return SourceStream(table_frame(df, table, physical=physical, metadata=metadata, control=control), UPSERT)
+    return change_stream(ctx, pg.CLASSES["CdcDataSource"], pg.DATA_SOURCE_NAME, pg.VALUE_PREFIX, spec,
+                         connection_info(options), server="PostgreSQL", metadata=metadata,
+                         typed=lambda i, col, text: typed_value(text, col.spark_type, spec["types"][i]))
 
 
 CONNECTOR = Connector(
