@@ -46,6 +46,7 @@ BUILTIN_FORMATS = (
     "job.formats.parquet",
     "job.formats.debezium_json",
     "job.formats.avro",
+    "job.formats.avro_confluent",
 )
 
 
@@ -102,7 +103,6 @@ def connector_for(table) -> Connector:
 # rather than as an unknown format with a did-you-mean towards one that reads other bytes
 # ('avro' reads no Confluent wire format).
 NOT_SUPPORTED_FORMATS = {
-    "avro-confluent": "Avro records with a Confluent schema registry (magic byte and schema id)",
     "debezium-avro-confluent": "Debezium change events in Avro with a Confluent schema registry",
     "protobuf": "Protocol Buffers records",
 }

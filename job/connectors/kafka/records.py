@@ -18,13 +18,23 @@ def value_format(table, options):
     'value.<format>.', or 'format' with them under '<format>.'."""
     option = "value.format" if options.get("value.format") else "format"
     fmt = format_for(options.get(option), table=table, option=option)
-    return fmt, format_options(options, f"{'value.' if option == 'value.format' else ''}{fmt.name}.")
+    return fmt, _with_context(fmt, table, options, "value",
+                              format_options(options, f"{'value.' if option == 'value.format' else ''}{fmt.name}."))
 
 
 def key_format(table, options):
     """(format, its options) of the record key ('key.format')."""
     fmt = format_for(options["key.format"], table=table, option="key.format")
-    return fmt, format_options(options, f"key.{fmt.name}.")
+    return fmt, _with_context(fmt, table, options, "key", format_options(options, f"key.{fmt.name}."))
+
+
+def _with_context(fmt, table, options, part: str, fopts: dict) -> dict:
+    """A format that asks for it (avro-confluent) learns the table, the record part and
+    the topics: Flink's default registry subject is '<topic>-<part>'."""
+    if fmt.context:
+        fopts = {**fopts, "@table": table.name, "@part": part,
+                 "@topics": [] if options.get("topic-pattern") else topics(options)}
+    return fopts
 
 
 def value_columns(table, options, key_cols) -> list[str]:

@@ -1,0 +1,100 @@
+"""The 'avro-confluent' format against two real clients of a Confluent schema registry,
+through the small registry of tests/support/schema_registry.py (which these tests prove
+against them): confluent-kafka's Python AvroSerializer writes records the job reads,
+across two versions of the writer's schema (a field the table lacks, a column the old
+writer lacks), and Flink 2.3's avro-confluent format writes records the job reads and
+reads the records the job writes, the same rows both ways.
+"""
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from job.api import collect
+from job.errors import PipelineError
+from job.pipeline.load import load_statements
+from job.plan.program import declare
+from tests.support.flink_sql import canonical, run_flink
+from tests.support.schema_registry import RegistryServer
+
+
+def kafka_ddl(name, topic, bootstrap, url, columns, extra="", fmt="avro-confluent"):
+    options = f"'format' = '{fmt}', 'avro-confluent.url' = '{url}'" if fmt == "avro-confluent" else f"'format' = '{fmt}'"
+    return (f"CREATE TABLE {name} ({columns}) WITH ('connector' = 'kafka', 'topic' = '{topic}', "
+            f"'properties.bootstrap.servers' = '{bootstrap}', 'properties.group.id' = 'g', "
+            f"'scan.startup.mode' = 'earliest-offset', {options}{extra})")
+
+
+def job_rows(result) -> set:
+    return {tuple(canonical(v) for v in row) for op, row in result.changes if op == "+I"}
+
+
+def test_options_refused_by_name_and_unreachable_registry(tmp_path):
+    def bind(extra, url="http://127.0.0.1:1"):
+        ddl = kafka_ddl("t", "x", "127.0.0.1:1", url, "id INT", extra)
+        catalog, _, _ = declare(load_statements(args=[ddl]).statements)
+        return catalog.bound_table("t", "source")
+
+    for extra in (", 'avro-confluent.ssl.truststore.location' = '/x'", ", 'avro-confluent.bearer-auth.token' = 'zq9secret'",
+                  ", 'avro-confluent.schema' = '\"int\"'"):
+        with pytest.raises(PipelineError, match="avro-confluent.(ssl|bearer|schema)") as info:
+            bind(extra)
+        assert "zq9secret" not in str(info.value)
+    from job.formats import avro_confluent
+    from job.formats.avro_confluent import RegistryError
+
+    # Credentials in the URL or the user-info never reach an error.
+    with pytest.raises(RegistryError, match=r"table 't': the schema registry at http://127.0.0.1:1 "
+                                            r"cannot be reached") as info:
+        avro_confluent.check_reachable({"url": "http://alice:s3cret@127.0.0.1:1", "@table": "t",
+                                        "basic-auth.user-info": "bob:hunter2"})
+    assert "s3cret" not in str(info.value) and "hunter2" not in str(info.value)
+
+
+@pytest.mark.slow
+def test_confluent_kafka_serializer_records_are_read_with_schema_evolution(spark, tmp_path):
+    """confluent-kafka writes two versions of its schema under '<topic>-value': the old one
+    with a field the table does not have and without 'score', the new one with 'score'.
+    The table reads both (the missing column takes the reader's default, NULL); a record
+    that is no Confluent Avro record goes through 'on-error' with its offset."""
+    from confluent_kafka import Producer
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    from tests.support.services import ensure_kafka
+
+    bootstrap = ensure_kafka()
+    topic = f"ac-{uuid.uuid4().hex[:8]}"
+    v1 = {"type": "record", "name": "Order", "fields": [
+        {"name": "id", "type": "int"}, {"name": "name", "type": ["null", "string"], "default": None},
+        {"name": "dropped", "type": "string"},
+        {"name": "ts", "type": {"type": "long", "logicalType": "timestamp-millis"}}]}
+    v2 = {"type": "record", "name": "Order", "fields": [
+        {"name": "id", "type": "int"}, {"name": "name", "type": ["null", "string"], "default": None},
+        {"name": "ts", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+        {"name": "score", "type": ["null", "double"], "default": None}]}
+    import datetime
+    at = datetime.datetime(2024, 1, 31, 12, 0, 0, 123000, tzinfo=datetime.timezone.utc)
+    with RegistryServer() as server:
+        client = SchemaRegistryClient({"url": server.url})
+        producer = Producer({"bootstrap.servers": bootstrap})
+        context = SerializationContext(topic, MessageField.VALUE)
+        old = AvroSerializer(client, json.dumps(v1))
+        new = AvroSerializer(client, json.dumps(v2))
+        producer.produce(topic, value=old({"id": 1, "name": "a", "dropped": "x", "ts": at}, context))
+        producer.produce(topic, value=new({"id": 2, "name": None, "ts": at, "score": 2.5}, context))
+        producer.produce(topic, value=b"\x00\x00\x00\x00\x63garbage")  # an id the registry does not have
+        producer.flush(30)
+        ids = server.registry.subjects[f"{topic}-value"]
+        assert len(ids) == 2  # both versions registered under Flink's default subject
+
+        columns = "id INT NOT NULL, name STRING, ts TIMESTAMP(3), score DOUBLE"
+        with pytest.raises(Exception, match=r"(?s)table .t.: schema id 99 .*not in the schema registry.*offset 2"):
+            collect([kafka_ddl("t", topic, bootstrap, server.url, columns)], "SELECT * FROM t", spark=spark,
+                    checkpoint_dir=str(tmp_path / "c1"))
+        got = job_rows(collect([kafka_ddl("t", topic, bootstrap, server.url, columns, ", 'on-error' = 'skip'")],
+                               "SELECT * FROM t", spark=spark, checkpoint_dir=str(tmp_path / "c2")))
+    assert got == {("1", "a", "2024-01-31 12:00:00.123000", "NULL"), ("2", "NULL", "2024-01-31 12:00:00.123000", "2.5")}
