@@ -13,6 +13,7 @@ import uuid
 import pytest
 
 from job.api import collect
+from job.connectors.base import SinkContext
 from job.errors import PipelineError
 from job.pipeline.load import load_statements
 from job.plan.program import declare
@@ -98,3 +99,56 @@ def test_confluent_kafka_serializer_records_are_read_with_schema_evolution(spark
         got = job_rows(collect([kafka_ddl("t", topic, bootstrap, server.url, columns, ", 'on-error' = 'skip'")],
                                "SELECT * FROM t", spark=spark, checkpoint_dir=str(tmp_path / "c2")))
     assert got == {("1", "a", "2024-01-31 12:00:00.123000", "NULL"), ("2", "NULL", "2024-01-31 12:00:00.123000", "2.5")}
+
+
+FLINK_COLUMNS = ("id INT NOT NULL, s STRING, n BIGINT, dc DECIMAL(10, 2), dt DATE, ts TIMESTAMP(3), "
+                 "arr ARRAY<INT>, r ROW<x INT, y STRING>")
+FLINK_ROWS = ("INSERT INTO t VALUES (1, 'a', 9000000000, CAST(12.34 AS DECIMAL(10, 2)), DATE '2024-01-31', "
+              "TIMESTAMP '2024-01-31 12:00:00.123', ARRAY[1, CAST(NULL AS INT)], ROW(7, 'z')), "
+              "(2, CAST(NULL AS STRING), CAST(NULL AS BIGINT), CAST(NULL AS DECIMAL(10, 2)), CAST(NULL AS DATE), "
+              "CAST(NULL AS TIMESTAMP(3)), CAST(NULL AS ARRAY<INT>), CAST(NULL AS ROW<x INT, y STRING>))")
+KEYED = ", 'key.format' = 'avro-confluent', 'key.avro-confluent.url' = '{url}', 'key.fields' = 'id'"
+
+
+def keyed_ddl(name, topic, bootstrap, url, extra=""):
+    """Key and value both avro-confluent: Flink names the formats 'key.format' and
+    'value.format' then, with their options under 'key.' and 'value.'."""
+    return (f"CREATE TABLE {name} ({FLINK_COLUMNS}) WITH ('connector' = 'kafka', 'topic' = '{topic}', "
+            f"'properties.bootstrap.servers' = '{bootstrap}', 'properties.group.id' = 'g', "
+            f"'scan.startup.mode' = 'earliest-offset', 'value.format' = 'avro-confluent', "
+            f"'value.avro-confluent.url' = '{url}'" + KEYED.format(url=url) + f"{extra})")
+
+
+@pytest.mark.slow
+def test_avro_confluent_records_between_flink_and_the_job(spark, tmp_path):
+    """Flink writes keyed avro-confluent records (schemas registered under '<topic>-key' and
+    '<topic>-value') that the job reads; the job writes the same rows, registering under
+    its topic's subjects the very schemas Flink registered (the same ids), and Flink reads
+    them back: the same rows all three ways."""
+    from tests.support.services import ensure_kafka
+
+    bootstrap = ensure_kafka()
+    topic, back = f"acf-{uuid.uuid4().hex[:8]}", f"acf-back-{uuid.uuid4().hex[:8]}"
+    bounded = ", 'scan.bounded.mode' = 'latest-offset'"
+    with RegistryServer() as server:
+        url = server.url
+        run_flink([keyed_ddl("t", topic, bootstrap, url), FLINK_ROWS])
+        subjects = server.registry.subjects
+        assert set(subjects) == {f"{topic}-key", f"{topic}-value"}
+        expected = set(run_flink([keyed_ddl("t", topic, bootstrap, url, bounded)], "SELECT * FROM t"))
+        assert len(expected) == 2
+
+        result = collect([keyed_ddl("t", topic, bootstrap, url)], "SELECT * FROM t", spark=spark,
+                         checkpoint_dir=str(tmp_path / "c1"))
+        assert job_rows(result) == expected
+
+        # The job writes the rows it read to another topic; Flink reads that one.
+        catalog, _, _ = declare(load_statements(args=[keyed_ddl("b", back, bootstrap, url)]).statements)
+        bound = catalog.bound_table("b", "sink")
+        df = spark.createDataFrame([row for _op, row in result.changes],
+                                   ", ".join(f"{c.name} {c.spark_type}" for c in bound.table.physical_columns))
+        bound.connector.create_sink(SinkContext(spark, bound.table, bound.options, str(tmp_path / "ck"))) \
+            .write_append(df, 0)
+        assert subjects[f"{back}-value"] == subjects[f"{topic}-value"]
+        assert subjects[f"{back}-key"] == subjects[f"{topic}-key"]
+        assert set(run_flink([keyed_ddl("b", back, bootstrap, url, bounded)], "SELECT * FROM b")) == expected
