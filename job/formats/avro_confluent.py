@@ -52,7 +52,9 @@ OPTIONS = (
                                                         "credentials in the URL)."),
     Option("basic-auth.user-info", secret=True, description="'user:password' for the registry's basic auth."),
 ) + tuple(Option(name, secret="password" in name or "token" in name,
-                 description="Not supported: refused.") for name in REFUSED)
+                 description="Refused by name: " + ("the schema is always the one Flink derives from the table."
+                                                    if "schema" in name else "not supported yet."))
+          for name in REFUSED)
 
 
 class RegistryError(PipelineError):

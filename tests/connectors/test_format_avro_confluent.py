@@ -32,7 +32,7 @@ def job_rows(result) -> set:
     return {tuple(canonical(v) for v in row) for op, row in result.changes if op == "+I"}
 
 
-def test_options_refused_by_name_and_unreachable_registry(tmp_path):
+def test_options_refused_by_name_and_unreachable_registry(spark, tmp_path):
     def bind(extra, url="http://127.0.0.1:1"):
         ddl = kafka_ddl("t", "x", "127.0.0.1:1", url, "id INT", extra)
         catalog, _, _ = declare(load_statements(args=[ddl]).statements)
@@ -52,6 +52,10 @@ def test_options_refused_by_name_and_unreachable_registry(tmp_path):
         avro_confluent.check_reachable({"url": "http://alice:s3cret@127.0.0.1:1", "@table": "t",
                                         "basic-auth.user-info": "bob:hunter2"})
     assert "s3cret" not in str(info.value) and "hunter2" not in str(info.value)
+    files = (f"CREATE TABLE t (id INT) WITH ('connector' = 'filesystem', 'path' = '{tmp_path}', "
+             "'format' = 'avro-confluent', 'avro-confluent.url' = 'http://127.0.0.1:1')")
+    with pytest.raises(PipelineError, match="'kafka' and 'upsert-kafka' connectors only"):
+        collect([files], "SELECT * FROM t", spark=spark, checkpoint_dir=str(tmp_path / "ck"))
 
 
 @pytest.mark.slow
