@@ -33,7 +33,7 @@ from job.options import Option
 CLASS = "streamsql.engine.formats.ConfluentAvro"
 TIMEOUT_S = 30
 # Context the kafka connector adds to this format's options (see Format.context).
-TABLE, PART, TOPICS = "@table", "@part", "@topics"
+TABLE, PART, TOPICS, OFFLINE = "@table", "@part", "@topics", "@offline"
 
 REFUSED = ("schema", "schema-registry.schema", "bearer-auth.credentials-source", "bearer-auth.token",
            "ssl.keystore.location", "ssl.keystore.password", "ssl.truststore.location", "ssl.truststore.password",
@@ -165,9 +165,23 @@ def subject_of(options) -> str:
     return f"{topics[0]}-{options.get(PART, 'value')}"
 
 
+# Ids of registered schemas by (registry, subject, schema, auto-register): a sink encodes
+# every micro-batch, and asks the registry once per process, as Confluent's clients cache.
+_IDS: dict[tuple, int] = {}
+
+
 def schema_id(options, schema_text: str) -> int:
     """The registry id of ``schema_text`` under the table's subject: registered (Flink's
-    default) or only looked up."""
+    default) or only looked up. 0 in a dry run, which contacts no registry."""
+    if options.get(OFFLINE):
+        return 0
+    key = (_endpoint(options)[0], subject_of(options), schema_text, bool(options.get("auto.register.schemas", True)))
+    if key not in _IDS:
+        _IDS[key] = _schema_id(options, schema_text)
+    return _IDS[key]
+
+
+def _schema_id(options, schema_text: str) -> int:
     subject = urllib.parse.quote(subject_of(options), safe="")
     if options.get("auto.register.schemas", True):
         status, answer = _request(options, "POST", f"/subjects/{subject}/versions", {"schema": schema_text})
@@ -205,7 +219,8 @@ def decode(value, schema, options) -> Decoded:
 
     _on_kafka(options)
     check([(f.name, avro._logical(f)) for f in schema.fields], options)
-    check_reachable(options)
+    if not options.get(OFFLINE):
+        check_reachable(options)
     record = registered_schema(schema)
     url, auth = _endpoint(options)
     spark = SparkSession.getActiveSession()

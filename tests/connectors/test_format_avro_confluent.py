@@ -57,13 +57,25 @@ def test_options_refused_by_name_and_unreachable_registry(spark, tmp_path):
     with pytest.raises(PipelineError, match="'kafka' and 'upsert-kafka' connectors only"):
         collect([files], "SELECT * FROM t", spark=spark, checkpoint_dir=str(tmp_path / "ck"))
 
+    # A dry run contacts no registry: the plan of a copy between two such tables is built.
+    import io
+
+    from job.api import RunOptions, run
+    copy = ";\n".join([kafka_ddl("a", "x", "127.0.0.1:1", "http://127.0.0.1:1", "id INT"),
+                        kafka_ddl("b", "y", "127.0.0.1:1", "http://127.0.0.1:1", "id INT"),
+                        "INSERT INTO b SELECT * FROM a"])
+    err = io.StringIO()
+    assert run(RunOptions(statements=[copy], dry_run=True), out=io.StringIO(), err=err) == 0, err.getvalue()
+
 
 @pytest.mark.slow
 def test_confluent_kafka_serializer_records_are_read_with_schema_evolution(spark, tmp_path):
     """confluent-kafka writes two versions of its schema under '<topic>-value': the old one
     with a field the table does not have and without 'score', the new one with 'score'.
     The table reads both (the missing column takes the reader's default, NULL); a record
-    that is no Confluent Avro record goes through 'on-error' with its offset."""
+    that is no Confluent Avro record goes through 'on-error' with its offset. The registry
+    wants basic auth: the job sends 'avro-confluent.basic-auth.user-info' (the test fails
+    with HTTP 401 otherwise)."""
     from confluent_kafka import Producer
     from confluent_kafka.schema_registry import SchemaRegistryClient
     from confluent_kafka.schema_registry.avro import AvroSerializer
@@ -83,8 +95,10 @@ def test_confluent_kafka_serializer_records_are_read_with_schema_evolution(spark
         {"name": "score", "type": ["null", "double"], "default": None}]}
     import datetime
     at = datetime.datetime(2024, 1, 31, 12, 0, 0, 123000, tzinfo=datetime.timezone.utc)
-    with RegistryServer() as server:
-        client = SchemaRegistryClient({"url": server.url})
+    auth = ", 'avro-confluent.basic-auth.credentials-source' = 'USER_INFO', " \
+           "'avro-confluent.basic-auth.user-info' = 'reader:pw1'"
+    with RegistryServer(basic_auth="reader:pw1") as server:
+        client = SchemaRegistryClient({"url": server.url, "basic.auth.user.info": "reader:pw1"})
         producer = Producer({"bootstrap.servers": bootstrap})
         context = SerializationContext(topic, MessageField.VALUE)
         old = AvroSerializer(client, json.dumps(v1))
@@ -98,9 +112,9 @@ def test_confluent_kafka_serializer_records_are_read_with_schema_evolution(spark
 
         columns = "id INT NOT NULL, name STRING, ts TIMESTAMP(3), score DOUBLE"
         with pytest.raises(Exception, match=r"(?s)table .t.: schema id 99 .*not in the schema registry.*offset 2"):
-            collect([kafka_ddl("t", topic, bootstrap, server.url, columns)], "SELECT * FROM t", spark=spark,
+            collect([kafka_ddl("t", topic, bootstrap, server.url, columns, auth)], "SELECT * FROM t", spark=spark,
                     checkpoint_dir=str(tmp_path / "c1"))
-        got = job_rows(collect([kafka_ddl("t", topic, bootstrap, server.url, columns, ", 'on-error' = 'skip'")],
+        got = job_rows(collect([kafka_ddl("t", topic, bootstrap, server.url, columns, auth + ", 'on-error' = 'skip'")],
                                "SELECT * FROM t", spark=spark, checkpoint_dir=str(tmp_path / "c2")))
     assert got == {("1", "a", "2024-01-31 12:00:00.123000", "NULL"), ("2", "NULL", "2024-01-31 12:00:00.123000", "2.5")}
 
