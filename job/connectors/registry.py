@@ -226,7 +226,9 @@ def _check_formats(table, typed: Mapping[str, Any], named: Mapping[str, Format])
         try:
             fmt.check(fields, format_options(typed, prefix))
         except PipelineError as exc:
-            raise table_error(table, f"format '{fmt.name}' of table '{table.name}': {exc.message}", option=option) from None
+            # A format that names its own option (avro-confluent) is pointed at that option.
+            at = prefix + exc.option if exc.option else option
+            raise table_error(table, f"format '{fmt.name}' of table '{table.name}': {exc.message}", option=at) from None
 
 
 def _bound(table) -> BoundTable:

@@ -94,14 +94,14 @@ def check(fields, options) -> None:
         if any(re.fullmatch(name.replace(".", r"\.").replace("*", ".+"), key) for name in REFUSED):
             raise avro.AvroTypeError(f"option 'avro-confluent.{key}' is not supported: the schema is always derived "
                                      "from the table, and the registry is reached over plain HTTP(S) with basic "
-                                     "auth at most")
+                                     "auth at most", option=key)
     source = options.get("basic-auth.credentials-source")
     if source is not None and source not in ("USER_INFO", "URL"):
         raise avro.AvroTypeError(f"'avro-confluent.basic-auth.credentials-source' = '{source}' is not supported "
-                                 "(USER_INFO or URL)")
+                                 "(USER_INFO or URL)", option="basic-auth.credentials-source")
     if source == "USER_INFO" and not options.get("basic-auth.user-info"):
         raise avro.AvroTypeError("'avro-confluent.basic-auth.credentials-source' = 'USER_INFO' needs "
-                                 "'avro-confluent.basic-auth.user-info'")
+                                 "'avro-confluent.basic-auth.user-info'", option="basic-auth.credentials-source")
     avro.check(fields, {})
 
 

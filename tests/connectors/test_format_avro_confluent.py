@@ -43,6 +43,7 @@ def test_options_refused_by_name_and_unreachable_registry(spark, tmp_path):
         with pytest.raises(PipelineError, match="avro-confluent.(ssl|bearer|schema)") as info:
             bind(extra)
         assert "zq9secret" not in str(info.value)
+        assert info.value.option == extra.split("'")[1]  # pointed at the option itself
     from job.formats import avro_confluent
     from job.formats.avro_confluent import RegistryError
 
@@ -170,3 +171,28 @@ def test_avro_confluent_records_between_flink_and_the_job(spark, tmp_path):
         assert subjects[f"{back}-value"] == subjects[f"{topic}-value"]
         assert subjects[f"{back}-key"] == subjects[f"{topic}-key"]
         assert set(run_flink([keyed_ddl("b", back, bootstrap, url, bounded)], "SELECT * FROM b")) == expected
+
+
+@pytest.mark.slow
+def test_upsert_kafka_keys_values_and_tombstones(spark, tmp_path):
+    """upsert-kafka with avro-confluent keys and values: the job's changes (an insert, an
+    update, a delete as a tombstone) read back as the table's final rows, under the
+    subjects '<topic>-key' and '<topic>-value'."""
+    from tests.support.services import ensure_kafka
+
+    bootstrap = ensure_kafka()
+    topic = f"acu-{uuid.uuid4().hex[:8]}"
+    with RegistryServer() as server:
+        ddl = (f"CREATE TABLE u (id INT, v STRING, PRIMARY KEY (id) NOT ENFORCED) WITH ("
+               f"'connector' = 'upsert-kafka', 'topic' = '{topic}', 'properties.bootstrap.servers' = '{bootstrap}', "
+               f"'key.format' = 'avro-confluent', 'key.avro-confluent.url' = '{server.url}', "
+               f"'value.format' = 'avro-confluent', 'value.avro-confluent.url' = '{server.url}')")
+        catalog, _, _ = declare(load_statements(args=[ddl]).statements)
+        bound = catalog.bound_table("u", "sink")
+        sink = bound.connector.create_sink(SinkContext(spark, bound.table, bound.options, str(tmp_path / "ck")))
+        schema = "id int, v string, __op string"
+        sink.write_changes(spark.createDataFrame([(1, "a", "+I"), (2, "b", "+I")], schema), 0)
+        sink.write_changes(spark.createDataFrame([(1, "a2", "+U"), (2, "b", "-D")], schema), 1)
+        assert set(server.registry.subjects) == {f"{topic}-key", f"{topic}-value"}
+        result = collect([ddl], "SELECT * FROM u", spark=spark, checkpoint_dir=str(tmp_path / "c1"))
+    assert sorted(result.rows) == [(1, "a2")]
