@@ -172,6 +172,10 @@ public final class ConfluentAvro extends Expression implements CodegenFallback, 
     String body;
     try {
       body = get(url + "/schemas/ids/" + id);
+    } catch (RefusedException e) {
+      throw new IllegalStateException("table '" + table + "': the schema registry at " + url + " answered HTTP "
+          + e.status + " to the request for schema id " + id + (e.status == 401 || e.status == 403
+          ? " (check 'avro-confluent.basic-auth.user-info')" : ""));
     } catch (IOException e) {
       throw new IllegalStateException("table '" + table + "': the schema registry at " + url
           + " cannot be reached to fetch schema id " + id + ": " + e.getMessage());
@@ -190,6 +194,17 @@ public final class ConfluentAvro extends Expression implements CodegenFallback, 
     return found;
   }
 
+  /** The registry answered, with a status other than 200 or 404. */
+  private static final class RefusedException extends IOException {
+    private static final long serialVersionUID = 1L;
+    final int status;
+
+    RefusedException(int status) {
+      super("HTTP " + status);
+      this.status = status;
+    }
+  }
+
   /** The body of a GET, or null for 404. */
   private String get(String address) throws IOException {
     HttpURLConnection c = (HttpURLConnection) URI.create(address).toURL().openConnection();
@@ -204,7 +219,7 @@ public final class ConfluentAvro extends Expression implements CodegenFallback, 
       return null;
     }
     if (status != 200) {
-      throw new IOException("HTTP " + status);
+      throw new RefusedException(status);
     }
     try (InputStream in = c.getInputStream()) {
       return new String(in.readAllBytes(), StandardCharsets.UTF_8);
