@@ -47,6 +47,7 @@ BUILTIN_FORMATS = (
     "job.formats.parquet",
     "job.formats.debezium_json",
     "job.formats.avro",
+    "job.formats.avro_confluent",
 )
 
 
@@ -103,7 +104,6 @@ def connector_for(table) -> Connector:
 # rather than as an unknown format with a did-you-mean towards one that reads other bytes
 # ('avro' reads no Confluent wire format).
 NOT_SUPPORTED_FORMATS = {
-    "avro-confluent": "Avro records with a Confluent schema registry (magic byte and schema id)",
     "debezium-avro-confluent": "Debezium change events in Avro with a Confluent schema registry",
     "protobuf": "Protocol Buffers records",
 }
@@ -227,7 +227,9 @@ def _check_formats(table, typed: Mapping[str, Any], named: Mapping[str, Format])
         try:
             fmt.check(fields, format_options(typed, prefix))
         except PipelineError as exc:
-            raise table_error(table, f"format '{fmt.name}' of table '{table.name}': {exc.message}", option=option) from None
+            # A format that names its own option (avro-confluent) is pointed at that option.
+            at = prefix + exc.option if exc.option else option
+            raise table_error(table, f"format '{fmt.name}' of table '{table.name}': {exc.message}", option=at) from None
 
 
 def _bound(table) -> BoundTable:

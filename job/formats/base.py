@@ -74,6 +74,10 @@ class Format:
     # Formats Spark reads and writes as files itself but whose columns need converting
     # (avro): see :class:`FileCodec`. Used with ``file_format``.
     files: Optional["FileCodec"] = None
+    # avro-confluent: the kafka connector adds the table's name ('@table'), the record part
+    # ('@part': key or value) and its topics ('@topics') to the format's options, for the
+    # registry's default subject and its errors.
+    context: bool = False
 
 
 @dataclass(frozen=True)

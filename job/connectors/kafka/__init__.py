@@ -62,12 +62,14 @@ class KafkaSink(Sink):
         opts = self.ctx.options
         if not self.ctx.offline:
             check_reachable(self.ctx.spark, opts)
-        records = encoded_record(df, self.ctx.table, opts, key_cols=common.key_columns(self.ctx.table, opts))
+        records = encoded_record(df, self.ctx.table, opts, key_cols=common.key_columns(self.ctx.table, opts),
+                                 offline=self.ctx.offline)
         return records.writeStream.format("kafka").options(**write_options(opts))
 
     def write_append(self, batch, batch_id):
         opts = self.ctx.options
-        records = encoded_record(batch, self.ctx.table, opts, key_cols=common.key_columns(self.ctx.table, opts))
+        records = encoded_record(batch, self.ctx.table, opts, key_cols=common.key_columns(self.ctx.table, opts),
+                                 offline=self.ctx.offline)
         records.write.format("kafka").options(**write_options(opts)).save()
 
 

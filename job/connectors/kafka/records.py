@@ -13,18 +13,30 @@ from job.connectors.rows import physical_schema
 from job.formats.base import decoded_once, format_options
 
 
-def value_format(table, options):
+def value_format(table, options, offline: bool = False):
     """(format, its options) of the record value: 'value.format' with its options under
     'value.<format>.', or 'format' with them under '<format>.'."""
     option = "value.format" if options.get("value.format") else "format"
     fmt = format_for(options.get(option), table=table, option=option)
-    return fmt, format_options(options, f"{'value.' if option == 'value.format' else ''}{fmt.name}.")
+    return fmt, _with_context(fmt, table, options, "value",
+                              format_options(options, f"{'value.' if option == 'value.format' else ''}{fmt.name}."),
+                              offline)
 
 
-def key_format(table, options):
+def key_format(table, options, offline: bool = False):
     """(format, its options) of the record key ('key.format')."""
     fmt = format_for(options["key.format"], table=table, option="key.format")
-    return fmt, format_options(options, f"key.{fmt.name}.")
+    return fmt, _with_context(fmt, table, options, "key", format_options(options, f"key.{fmt.name}."), offline)
+
+
+def _with_context(fmt, table, options, part: str, fopts: dict, offline: bool) -> dict:
+    """A format that asks for it (avro-confluent) learns the table, the record part and
+    the topics (Flink's default registry subject is '<topic>-<part>'), and whether the
+    run is a dry run that contacts no external system."""
+    if fmt.context:
+        fopts = {**fopts, "@table": table.name, "@part": part, "@offline": offline,
+                 "@topics": [] if options.get("topic-pattern") else topics(options)}
+    return fopts
 
 
 def value_columns(table, options, key_cols) -> list[str]:
@@ -120,12 +132,12 @@ def read_topic(ctx, *, key_cols: list[str]):
     reader = reader.options(**({"startingOffsets": "earliest"} if ctx.offline else starting_offsets(spark, table, options)))
     df = reader.load()
 
-    value_fmt, value_opts = value_format(table, options)
+    value_fmt, value_opts = value_format(table, options, ctx.offline)
     value = value_fmt.decode(df["value"], physical_schema(table, value_columns(table, options, key_cols)), value_opts)
     df, value = decoded_once(df, value, "__value_decoded")
     key = None
     if key_cols:
-        key_fmt, key_opts = key_format(table, options)
+        key_fmt, key_opts = key_format(table, options, ctx.offline)
         key_schema = physical_schema(table, key_cols, strip_prefix=options.get("key.fields-prefix", ""))
         key = key_fmt.decode(df["key"], key_schema, key_opts)
         df, key = decoded_once(df, key, "__key_decoded")
@@ -177,14 +189,15 @@ def sequence(df):
 
 # --------------------------------------------------------------------------- write
 
-def encoded_record(df, table, options, *, key_cols: list[str], value_null=None):
+def encoded_record(df, table, options, *, key_cols: list[str], value_null=None, offline: bool = False):
     """Select Kafka's key/value(/headers) columns from a DataFrame of table rows.
 
     ``value_null``: a boolean column; where true the value is NULL (a tombstone).
+    ``offline``: a dry run (formats contact no external system).
     """
     from pyspark.sql import functions as F
 
-    value_fmt, vopts = value_format(table, options)
+    value_fmt, vopts = value_format(table, options, offline)
     physical = value_columns(table, options, key_cols)
     value_row = df[physical[0]] if value_fmt.single_column else F.struct(*[df[c] for c in physical])
     value = (value_fmt.encode(value_row, vopts, schema=physical_schema(table, physical)) if value_fmt.needs_schema
@@ -193,7 +206,7 @@ def encoded_record(df, table, options, *, key_cols: list[str], value_null=None):
         value = F.when(value_null, F.lit(None)).otherwise(value)
     cols = [value.cast("binary").alias("value")]
     if key_cols:
-        key_fmt, kopts = key_format(table, options)
+        key_fmt, kopts = key_format(table, options, offline)
         strip = options.get("key.fields-prefix", "")
         if key_fmt.single_column:
             key = key_fmt.encode(df[key_cols[0]], kopts)

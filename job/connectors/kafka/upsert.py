@@ -53,7 +53,7 @@ class UpsertKafkaSink(Sink):
 
         opts = self.ctx.options
         records = encoded_record(batch, self.ctx.table, opts, key_cols=list(self.ctx.table.primary_key),
-                                    value_null=F.col("__op").isin("-D", "-U"))
+                                    value_null=F.col("__op").isin("-D", "-U"), offline=self.ctx.offline)
         records.write.format("kafka").options(**write_options(opts)).save()
 
     def write_append(self, batch, batch_id):
@@ -69,7 +69,7 @@ class UpsertKafkaSink(Sink):
         if not self.ctx.offline:
             check_reachable(self.ctx.spark, opts)
         records = encoded_record(df, self.ctx.table, opts, key_cols=list(self.ctx.table.primary_key),
-                                    value_null=F.col("__op").isin("-D", "-U"))
+                                    value_null=F.col("__op").isin("-D", "-U"), offline=self.ctx.offline)
         return records.writeStream.format("kafka").options(**write_options(opts))
 
 
