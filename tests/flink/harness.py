@@ -240,11 +240,8 @@ class FlinkRun:
             # pipe would stop it.
             self.out = tempfile.TemporaryFile("w+")
             self.err = tempfile.TemporaryFile("w+")
-            # At the lowest CPU priority: it works in the gaps the other tests leave (their
-            # JVMs starting, their queries waiting) instead of slowing them down, and has
-            # their whole run to finish in.
             self.proc = subprocess.Popen([flink_python(), str(ORACLE)], stdin=subprocess.PIPE, stdout=self.out,
-                                         stderr=self.err, text=True, cwd=ROOT, preexec_fn=lambda: os.nice(19))
+                                         stderr=self.err, text=True, cwd=ROOT)
             self.proc.stdin.write(json.dumps(spec))
             self.proc.stdin.close()
         self._results: Optional[dict[str, dict]] = None
