@@ -3,8 +3,9 @@
 # pytest processes at once. The differential suite against Flink (tests/flink) spends most
 # of its time waiting for Flink's answers (one Flink JVM works through every case while the
 # other tests run), and the rest of the suite mostly waits too (JVMs starting, queries
-# polling): side by side they keep the machine busy instead of each other waiting.
-# Extra arguments go to both (e.g. -x, -m 'not slow'). Exit status: non-zero if either fails.
+# polling): side by side, each uses the time the other spends waiting.
+# Extra options go to both (e.g. -x, -k …, -m "not slow"; to run some files, call pytest
+# itself). Exit status: non-zero if either fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY="${STREAMSQL_VENV:-.venv}/bin/python"
