@@ -10,9 +10,12 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 PY="${STREAMSQL_VENV:-.venv}/bin/python"
 flink_log="$(mktemp -t streamsql-flink-tests.XXXXXX)"
-trap 'rm -f "$flink_log"' EXIT
 "$PY" -m pytest tests/flink "$@" >"$flink_log" 2>&1 &
 flink=$!
+# A background job of a script ignores the terminal's Ctrl-C: if the script ends first (Ctrl-C,
+# a kill), the differential run is interrupted as pytest is by Ctrl-C, so that it stops its
+# Flink JVM on the way out.
+trap 'kill -INT "$flink" 2>/dev/null && wait "$flink"; rm -f "$flink_log"' EXIT
 "$PY" -m pytest --ignore=tests/flink "$@"
 status=$?
 wait "$flink"
