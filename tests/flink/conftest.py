@@ -2,8 +2,9 @@
 computed once (one Flink JVM for all cases).
 
 Flink starts on the selected cases as soon as pytest has collected the tests, and runs
-in the background while the other tests run; the differential cases are run last, so
-that its results are (nearly) ready when they need them."""
+in the background while the other tests run. The differential cases run last, in the
+order Flink runs them: each waits for its own case's result only, so the job compares one
+case while Flink runs the next."""
 from __future__ import annotations
 
 import os
@@ -62,12 +63,13 @@ def flink_data():
 
 
 @pytest.fixture(scope="session")
-def flink_results():
+def flink_results() -> "harness.FlinkRun":
+    """Flink's results: ``flink_results.result(case_id)`` waits for that case only."""
     if STARTED["run"] is None:
         if os.environ.get("CI"):
             pytest.fail("Flink is not installed: .ci/run runs scripts/flink.sh install")
         pytest.skip("Flink is not installed here: run scripts/flink.sh install")
-    return STARTED["run"].results()
+    return STARTED["run"]
 
 
 def pytest_terminal_summary(terminalreporter):

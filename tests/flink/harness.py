@@ -218,7 +218,9 @@ class FlinkRun:
     Results are kept in .services/flink-oracle/ under the case's fingerprint, so an unchanged
     case does not start Flink again (STREAMSQL_FLINK_CACHE=0 turns that off). The others
     go to one oracle process (tests/flink/oracle.py) started here, which runs beside
-    whatever the caller does next; :meth:`results` waits for it."""
+    whatever the caller does next. It writes each case's result as soon as that case ends,
+    and :meth:`result` waits for that one case only: the job runs a case while Flink runs the
+    next ones, instead of after Flink has run them all."""
 
     def __init__(self, cases: list[Case], cache: bool = True):
         import tempfile
@@ -232,33 +234,36 @@ class FlinkRun:
                 self.cached[c.id] = json.loads(path.read_text())
             else:
                 self.todo.append(c)
+        self.fresh: dict[str, dict] = {}
+        self._read_upto = 0
         self.proc = None
         if self.todo:
             spec = {"cases": [{"name": c.id, "statements": c.statements, "query": c.query,
                                "time_zone": c.time_zone} for c in self.todo]}
-            # Files, not pipes: nobody reads the oracle's output until it ends, and a full
-            # pipe would stop it.
-            self.out = tempfile.TemporaryFile("w+")
+            # Files, not pipes: a pipe nobody reads while the tests run would fill and stop it.
+            self.out = tempfile.TemporaryFile("w+b")
             self.err = tempfile.TemporaryFile("w+")
             self.proc = subprocess.Popen([flink_python(), str(ORACLE)], stdin=subprocess.PIPE, stdout=self.out,
                                          stderr=self.err, text=True, cwd=ROOT)
             self.proc.stdin.write(json.dumps(spec))
             self.proc.stdin.close()
-        self._results: Optional[dict[str, dict]] = None
 
-    def results(self) -> dict[str, dict]:
-        if self._results is None:
-            self._results = dict(self.cached)
-            if self.proc is not None:
-                self._results.update(self._wait())
-        return self._results
-
-    def _wait(self) -> dict[str, dict]:
+    def result(self, case_id: str) -> dict:
+        """Flink's result for one case, waiting until the oracle has written it."""
         import time
 
+        if case_id in self.cached:
+            return self.cached[case_id]
         done, since = -1, time.monotonic()
-        while self.proc.poll() is None:
-            time.sleep(1)
+        while True:
+            ended = self.proc is None or self.proc.poll() is not None
+            self._read_fresh()
+            if case_id in self.fresh:
+                return self.fresh[case_id]
+            if ended:
+                code = None if self.proc is None else self.proc.returncode
+                raise RuntimeError(f"the Flink oracle ended ({code}) without a result for case {case_id}; "
+                                   f"its last lines:\n{self._stderr()[-3000:] if self.proc else ''}")
             finished = self._stderr().count("\noracle: ")  # one line per case it ends
             if finished != done:
                 done, since = finished, time.monotonic()
@@ -267,15 +272,22 @@ class FlinkRun:
                 stuck = self.todo[min(done, len(self.todo) - 1)].id
                 raise RuntimeError(f"the Flink oracle ran case {stuck} for {STUCK_AFTER_S} s without an end; "
                                    f"its last lines:\n{self._stderr()[-3000:]}")
-        if self.proc.returncode != 0:
-            raise RuntimeError(f"the Flink oracle failed ({self.proc.returncode}): {self._stderr()[-3000:]}")
-        self.out.seek(0)
-        fresh = {r["name"]: r for r in json.loads(self.out.read())}
-        for c in self.todo:
-            if self.cache and c.fingerprint:
+            time.sleep(0.2)
+
+    def _read_fresh(self) -> None:
+        """The whole lines the oracle has written since the last read (a line it is still
+        writing is left for the next)."""
+        self.out.seek(self._read_upto)
+        data = self.out.read()
+        complete = data[:data.rfind(b"\n") + 1]
+        self._read_upto += len(complete)
+        for line in complete.decode().splitlines():
+            r = json.loads(line)
+            self.fresh[r["name"]] = r
+            case = next(c for c in self.todo if c.id == r["name"])
+            if self.cache and case.fingerprint:
                 CACHE_DIR.mkdir(parents=True, exist_ok=True)
-                (CACHE_DIR / f"{c.fingerprint}.json").write_text(json.dumps(fresh[c.id], default=str))
-        return fresh
+                (CACHE_DIR / f"{case.fingerprint}.json").write_text(json.dumps(r, default=str))
 
     def _stderr(self) -> str:
         self.err.seek(0)

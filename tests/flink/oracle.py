@@ -168,13 +168,14 @@ def main() -> int:
     os.dup2(2, 1)
     spec = json.load(sys.stdin)
     cluster_port = shared_cluster()
-    out = []
     for case in spec["cases"]:
         started = time.monotonic()
-        out.append(run_case(case, cluster_port))
+        # One JSON line per case, written as soon as the case ends: the tests compare each
+        # case while Flink runs the next ones.
+        results.write(json.dumps(run_case(case, cluster_port), default=str) + "\n")
+        results.flush()
         # One line per case on stderr: where a slow or stuck run is, when one is.
         print(f"oracle: {case['name']} {time.monotonic() - started:.1f}s", file=sys.stderr, flush=True)
-    json.dump(out, results, default=str)
     results.close()
     return 0
 
