@@ -114,6 +114,23 @@ def test_a_running_querys_batch_waits_for_enough_records_unless_told_otherwise()
     assert batch_wait(defaults, once=False, shared_by=3)["minOffsetsPerTrigger"] == "1667"
 
 
+def test_a_batchs_default_bound_is_what_fits_in_execution_memory(spark):
+    """No fixed count: the rows a micro-batch may hold are derived from the executor's
+    memory and the table's row size, so a wider table reads smaller batches."""
+    from job.connectors.kafka.records import records_per_batch
+    from job.sql.statements import Column, CreateTable
+
+    def table(*columns):
+        return CreateTable(name="t", columns=tuple(Column(n, t.lower(), t) for n, t in columns), options={})
+
+    heap = spark._jvm.java.lang.Runtime.getRuntime().maxMemory()
+    execution = (heap - (300 << 20)) * float(spark.sparkContext.getConf().get("spark.memory.fraction", "0.6"))
+    narrow = records_per_batch(spark, table(("id", "BIGINT"), ("n", "INT")))
+    assert narrow == int(execution // (8 + 4 + 16))  # Spark's defaultSize of BIGINT and INT, the sorter's 16
+    wide = records_per_batch(spark, table(("id", "BIGINT"), ("n", "INT"), ("s", "STRING"), ("b", "BINARY")))
+    assert 0 < wide < narrow
+
+
 def test_a_query_reading_several_kafka_tables_shares_the_wait_among_them(spark, tmp_path):
     """Spark holds each source's records back until that source alone has its minimum:
     with the whole minimum each, a table read slowly waited its full delay while the

@@ -35,9 +35,10 @@ COMMON = (
     Option("key.fields-prefix", default="", description="Prefix of key columns in the schema, stripped when (de)serialising the key."),
     Option("value.fields-include", "enum", default="ALL", choices=("ALL", "EXCEPT_KEY"),
            description="Whether key columns are also in the value."),
-    Option("scan.max-offsets-per-trigger", "int", default=5_000_000,
+    Option("scan.max-offsets-per-trigger", "int",
            description="Upper bound of records read per micro-batch (Spark's maxOffsetsPerTrigger): a backlog is "
-                       "read in bounded batches."),
+                       "read in bounded batches. Default: as many of the table's rows as fit in the execution "
+                       "memory of Spark's executors, at Spark's own estimate of a row's size (docs/tuning.md)."),
     Option("scan.min-offsets-per-trigger", "int", default=5_000,
            description="A running query's micro-batch waits for this many new records (over all partitions) or "
                        "for 'scan.max-trigger-delay', whichever comes first (Spark's minOffsetsPerTrigger): a slow "

@@ -102,6 +102,37 @@ def batch_wait(options, *, once: bool, shared_by: int = 1) -> dict[str, str]:
     return {"minOffsetsPerTrigger": str(least), "maxTriggerDelay": f"{int(options['scan.max-trigger-delay'])}ms"}
 
 
+# Spark's memory manager keeps this much of an executor's heap for itself (UnifiedMemoryManager's
+# RESERVED_SYSTEM_MEMORY_BYTES); execution and storage share spark.memory.fraction of the rest.
+_SPARK_RESERVED_BYTES = 300 << 20
+# An external sorter's own cost per record beside the row: a pointer and a key prefix (two longs).
+_SORTER_BYTES_PER_RECORD = 16
+
+
+def records_per_batch(spark, table) -> int:
+    """The default upper bound of records per micro-batch: as many of the table's rows as fit
+    in the executors' execution memory, at Spark's own estimate of a row's size.
+
+    Why memory: each stateful operator sorts its batch by key before it runs (Spark's
+    TransformWithState asks for that order), and a sort holds the rows of its task in
+    execution memory, spilling to disk what does not fit. A batch that fits is sorted in
+    memory; a backlog larger than that is read in batches of that size rather than spilled
+    in one. A row's size is Spark's ``defaultSize`` of the table's columns (what its planner
+    assumes for a row), plus the sorter's own cost per record."""
+    jvm = spark._jvm
+    conf = spark.sparkContext.getConf()
+    if spark.sparkContext.master.startswith("local"):
+        heap = int(jvm.java.lang.Runtime.getRuntime().maxMemory())
+        executors = 1
+    else:
+        heap = int(jvm.org.apache.spark.network.util.JavaUtils.byteStringAsBytes(conf.get("spark.executor.memory", "1g")))
+        executors = max(1, int(conf.get("spark.executor.instances", "1")))
+    fraction = float(conf.get("spark.memory.fraction", "0.6"))
+    execution = max(heap - _SPARK_RESERVED_BYTES, heap // 2) * fraction * executors
+    row = jvm.org.apache.spark.sql.types.DataType.fromJson(physical_schema(table).json()).defaultSize()
+    return max(1, int(execution // (int(row) + _SORTER_BYTES_PER_RECORD)))
+
+
 def read_topic(ctx, *, key_cols: list[str]):
     """The raw Kafka stream plus decoded key/value structs.
 
@@ -123,9 +154,10 @@ def read_topic(ctx, *, key_cols: list[str]):
         reader = reader.option("includeHeaders", "true")
     reader = reader.option("failOnDataLoss", "false")
     # Real-time mode refuses per-trigger offset limits ('not compatible with real time mode').
-    if options.get("scan.max-offsets-per-trigger") and not ctx.real_time:
-        reader = reader.option("maxOffsetsPerTrigger", str(options["scan.max-offsets-per-trigger"]))
     if not ctx.real_time:
+        most = options.get("scan.max-offsets-per-trigger") or records_per_batch(spark, table)
+        reader = reader.option("maxOffsetsPerTrigger", str(most))
+        options = {**options, "scan.max-offsets-per-trigger": most}
         reader = reader.options(**batch_wait(options, once=ctx.once, shared_by=ctx.waiting_tables))
     if options.get("scan.poll-timeout"):
         reader = reader.option("kafkaConsumer.pollTimeoutMs", str(options["scan.poll-timeout"]))
