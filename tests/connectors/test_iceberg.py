@@ -61,15 +61,11 @@ def test_option_checks(tmp_path):
     assert error(**{"write.upsert.enabled": "true"}).option == "write.upsert.enabled"  # no PRIMARY KEY
     assert error(**{"write-format": "orc"}).option == "write-format"
     assert "unknown option 'catalog-tabel'" in error(**{"catalog-tabel": "x"}).message
-    assert "unknown option 'streaming'" in error(streaming="true").message  # not a source yet
     partitioned = ddl(f"CREATE TABLE t (id INT, d STRING) PARTITIONED BY (d) WITH ('connector' = 'iceberg', "
                       f"'catalog-name' = 'c', 'catalog-type' = 'hadoop', 'warehouse' = '{tmp_path}')")
     with pytest.raises(PipelineError) as e:
         validate_options(partitioned, "sink")
     assert "PARTITIONED BY is not supported" in e.value.message
-    with pytest.raises(PipelineError) as e:
-        validate_options(table_sql("t", "id INT", tmp_path), "source")
-    assert "can only be a sink" in e.value.message
     _, ok = validate_options(table_sql("t", "id INT, v STRING", tmp_path, pk="id",
                                        **{"write.upsert.enabled": "true"}), "sink")
     assert ok["catalog-database"] == "default_database" and ok["format-version"] == 2
@@ -111,6 +107,9 @@ def test_upserts_and_deletes_by_primary_key_and_a_replay_is_committed_once(spark
     table = HadoopCatalog("check", warehouse=str(wh)).load_table(("db", "counts"))
     assert table.schema().identifier_field_names() == {"accountId"}
     assert table.properties["write.upsert.enabled"] == "true"
+    # the job reads what it wrote: a bounded scan of the table as it is
+    _, got = read_source(spark, t, tmp_path / "read", columns=("accountId", "userCount"))
+    assert got == [("100", 5), ("102", 3), ("103", 7)]
     # a fresh checkpoint is a new query: its batch 0 is written
     make_sink(spark, t, tmp_path / "ck2").write_changes(
         spark.createDataFrame([("100", 9, None, "+U")], schema), 0)
@@ -203,3 +202,83 @@ def test_batch_replayed_after_its_iceberg_commit_is_not_appended_twice(spark, tm
     got = read_table(spark, wh, ("default_database", "copy"), "id int, v string")
     expected = spark.createDataFrame([(i, f"x{i}") for i in range(5)], "id int, v string")
     assert_df_equality(got, expected, ignore_row_order=True, ignore_nullable=True)
+
+
+# --------------------------------------------------------------------------- source
+
+def test_read_option_checks(tmp_path):
+    def error(**options):
+        with pytest.raises(PipelineError) as e:
+            validate_options(table_sql("t", "id INT", tmp_path, **options), "source")
+        return e.value
+
+    assert error(streaming="true", **{"snapshot-id": "1"}).message.endswith(
+        "Cannot set snapshot-id option for streaming reader")
+    e = error(streaming="true", **{"start-snapshot-id": "1"})
+    assert "Invalid starting snapshot id for INCREMENTAL_FROM_LATEST_SNAPSHOT strategy: not null" in e.message
+    assert "strategy: null" in error(streaming="true", **{"starting-strategy": "incremental_from_snapshot_id"}).message
+    assert error(**{"starting-strategy": "FROM_THE_START"}).option == "starting-strategy"
+    assert error(branch="audit").option == "branch" and error(**{"watermark-column": "ts"}).option == "watermark-column"
+    assert error(**{"snapshot-id": "1", "as-of-timestamp": "2"}).option == "as-of-timestamp"
+    _, ok = validate_options(table_sql("t", "id INT", tmp_path, branch="main", **{"split-size": "1"}), "source")
+    assert ok["streaming"] is False and ok["monitor-interval"] == 60_000
+
+
+def read_source(spark, t, checkpoint, columns=("id", "v")):
+    """Every row the source has now, through one --once run on ``checkpoint``."""
+    from job.connectors.base import SourceContext
+    from tests.support.spark_session import run_available_now
+
+    connector, options = validate_options(t, "source")
+    stream = connector.create_source(SourceContext(spark, t, options, once=True))
+    got = []
+    writer = stream.df.select(*columns).writeStream.foreachBatch(lambda b, _: got.extend(map(tuple, b.collect())))
+    run_available_now(writer, checkpoint)
+    return stream, sorted(got)
+
+
+def test_reads_a_pyiceberg_table_bounded_and_as_a_stream_of_appends(spark, tmp_path):
+    """A table pyiceberg writes (two appends, a delete): a bounded read sees the current
+    rows and 'snapshot-id' an older snapshot's; a streaming read from the earliest snapshot
+    sees the appended rows only, resumes from its checkpoint at the next append, and reads
+    no file twice."""
+    import pyarrow as pa
+
+    from job.connectors.iceberg.catalog import HadoopCatalog
+
+    wh = tmp_path / "wh"
+    catalog = HadoopCatalog("lake", warehouse=str(wh))
+    catalog.create_namespace("db")
+    schema = pa.schema([("id", pa.int32()), ("v", pa.string())])
+    catalog.create_table(("db", "t"), schema)
+
+    def append(*rows):
+        catalog.load_table(("db", "t")).append(pa.Table.from_pylist([{"id": i, "v": v} for i, v in rows], schema))
+
+    append((1, "a"), (2, "b"))
+    append((3, "c"))
+    catalog.load_table(("db", "t")).delete("id = 1")
+    first = catalog.load_table(("db", "t")).metadata.snapshots[0].snapshot_id
+    columns = "id INT, v STRING"
+    base = {"catalog-database": "db", "catalog-table": "t"}
+
+    stream, got = read_source(spark, table_sql("src", columns, wh, **base), tmp_path / "ck1")
+    assert stream.bounded and got == [(2, "b"), (3, "c")]
+    _, got = read_source(spark, table_sql("src", columns, wh, **base, **{"snapshot-id": str(first)}), tmp_path / "ck2")
+    assert got == [(1, "a"), (2, "b")]
+
+    streaming = table_sql("src", columns, wh, **base, streaming="true",
+                          **{"starting-strategy": "INCREMENTAL_FROM_EARLIEST_SNAPSHOT"})
+    stream, got = read_source(spark, streaming, tmp_path / "ck3")
+    assert not stream.bounded and got == [(1, "a"), (2, "b"), (3, "c")]  # the delete is not a change
+    append((4, "d"))
+    _, got = read_source(spark, streaming, tmp_path / "ck3")
+    assert got == [(4, "d")]
+    # TABLE_SCAN_THEN_INCREMENTAL: the table as it is, then the appends after it.
+    scan_then = table_sql("src", columns, wh, **base, streaming="true",
+                          **{"starting-strategy": "TABLE_SCAN_THEN_INCREMENTAL"})
+    _, got = read_source(spark, scan_then, tmp_path / "ck4")
+    assert got == [(2, "b"), (3, "c"), (4, "d")]
+    # the default, INCREMENTAL_FROM_LATEST_SNAPSHOT: the latest snapshot's appends on
+    _, got = read_source(spark, table_sql("src", columns, wh, **base, streaming="true"), tmp_path / "ck5")
+    assert got == [(4, "d")]

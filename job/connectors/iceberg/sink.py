@@ -52,21 +52,7 @@ class IcebergSink(Sink):
     def prepare(self) -> None:
         """Create the database and table when they do not exist (as Flink's connector
         does); check that an existing table holds the declared columns."""
-        from pyiceberg.exceptions import NamespaceAlreadyExistsError, TableAlreadyExistsError
-
-        try:
-            self.catalog.create_namespace(self.database)
-        except NamespaceAlreadyExistsError:
-            pass
-        if not self.catalog.table_exists((self.database, self.name)):
-            properties = {"format-version": str(self.options["format-version"])}
-            if upsert_enabled(self.options):
-                properties["write.upsert.enabled"] = "true"
-            try:
-                self.catalog.create_table((self.database, self.name), iceberg_schema(self.table, self.cols),
-                                          properties=properties)
-            except TableAlreadyExistsError:  # another job created it first
-                pass
+        ensure_table(self.catalog, self.table, self.options, self.cols)
         current = self.catalog.load_table((self.database, self.name))
         snapshot = current.current_snapshot()
         summary = snapshot.summary.additional_properties if snapshot and snapshot.summary else {}
@@ -158,6 +144,27 @@ class IcebergSink(Sink):
         if self._sink_id is None:
             self._sink_id = sink_id(self.ctx.spark, self.ctx.checkpoint)
         return self._sink_id
+
+
+def ensure_table(catalog, table, options, cols) -> None:
+    """Create the table's database and the table in ``catalog`` when they do not exist, as
+    Flink's connector does for a table it reads or writes: the declared columns, the
+    PRIMARY KEY as identifier fields, 'format-version' and 'write.upsert.enabled'."""
+    from pyiceberg.exceptions import NamespaceAlreadyExistsError, TableAlreadyExistsError
+
+    database, name = table_identifier(table, options)
+    try:
+        catalog.create_namespace(database)
+    except NamespaceAlreadyExistsError:
+        pass
+    if not catalog.table_exists((database, name)):
+        properties = {"format-version": str(options["format-version"])}
+        if upsert_enabled(options):
+            properties["write.upsert.enabled"] = "true"
+        try:
+            catalog.create_table((database, name), iceberg_schema(table, cols), properties=properties)
+        except TableAlreadyExistsError:  # another job created it first
+            pass
 
 
 def _chain(first, rest):
