@@ -48,8 +48,46 @@ class Catalog:
         self._check_free(table.name, table.source, table.if_not_exists)
         if table.if_not_exists and self.lookup(table.name):
             return
-        self.paths[short_name(table.name).lower()] = self.namespace.path(table.name)[:2]
+        path = self.namespace.path(table.name)
+        if table.missing_with is not None and path[0] not in self.namespace.external:
+            raise table.missing_with
+        if path[0] in self.namespace.external:
+            table = self._in_external(table, path)
+        self.paths[short_name(table.name).lower()] = path[:2]
         self.tables[short_name(table.name).lower()] = table
+
+    def _in_external(self, table: CreateTable, path) -> CreateTable:
+        """A CREATE TABLE in an Iceberg catalog, as the ``iceberg`` connector table it is
+        (its WITH options are the table's properties, as in Flink). With IF NOT EXISTS and
+        the table in the warehouse already, the warehouse's table, as Flink keeps it."""
+        from dataclasses import replace
+
+        from job.connectors.iceberg import catalog_table_options, warehouse_columns, warehouse_table_exists
+
+        located = dict(origin=table.source.origin if table.source else None,
+                       statement=table.source.text if table.source else None)
+        if "connector" in table.options:
+            raise PipelineError(
+                "Cannot create the table with 'connector'='iceberg' table property in an iceberg catalog, Please "
+                "create table with 'connector'='iceberg' property in a non-iceberg catalog or create table "
+                "without 'connector'='iceberg' related properties in an iceberg table.", option="connector",
+                hint="leave out 'connector' (and the catalog options): the catalog says where the table lives",
+                **located)
+        catalog, database, name = path
+        options = catalog_table_options(catalog, self.namespace.external[catalog], database, name)
+        if warehouse_table_exists(options):
+            if table.if_not_exists:
+                try:
+                    columns, key = warehouse_columns(options)
+                except ValueError as exc:
+                    raise PipelineError(f"Iceberg table {database}.{name} of catalog {catalog}: {exc}",
+                                        **located) from None
+                return replace(table, columns=columns, primary_key=key, options=options, watermark=None,
+                               partitioned_by=(), option_origins={})
+            raise PipelineError(f"Could not execute CreateTable in path `{catalog}`.`{database}`.`{name}`: "
+                                f"Table (or view) {database}.{name} already exists in Catalog {catalog}.",
+                                hint="CREATE TABLE IF NOT EXISTS keeps the existing table", **located)
+        return replace(table, options={**options, **table.options})
 
     def add_view(self, view: CreateView) -> None:
         self._check_free(view.name, view.source, False)

@@ -2,9 +2,10 @@
 
 A pipeline starts, as Flink's SQL client does, in ``default_catalog.default_database``.
 ``CREATE CATALOG … WITH ('type' = …)`` is mapped to an implementation in one place,
-:data:`CATALOG_TYPES`: the job has Flink's ``generic_in_memory`` catalog (the tables the file
-declares, gone when the job ends). A catalog that keeps its tables elsewhere (iceberg, hive,
-jdbc) would be another entry there; until then it is refused by name.
+:data:`CATALOG_TYPES`: Flink's ``generic_in_memory`` catalog (the tables the file
+declares, gone when the job ends) and Iceberg's (``'type' = 'iceberg'``: its tables live in
+an Iceberg catalog, and each is an ``iceberg`` connector table, job.catalog). Other types
+(hive, jdbc, paimon) are refused by name.
 
 Tables are still kept by their last name part (job.catalog): two tables of one name in two
 databases are refused as a repeated name, never mixed up.
@@ -19,7 +20,12 @@ DEFAULT_DATABASE = "default_database"
 CREATED_CATALOG_DATABASE = "default"
 
 # Catalog 'type' → what the job runs it as. The only place that knows catalog types.
-CATALOG_TYPES = {"generic_in_memory": "in-memory"}
+CATALOG_TYPES = {"generic_in_memory": "in-memory", "iceberg": "iceberg"}
+# The options of Iceberg's Flink catalog (FlinkCatalogFactory) that the job takes; whether
+# its 'catalog-type' runs is the iceberg connector's check, at the catalog's first table.
+ICEBERG_CATALOG_OPTIONS = ("catalog-type", "catalog-impl", "warehouse", "uri", "default-database",
+                           "property-version", "cache-enabled", "cache.expiration-interval-ms")
+ICEBERG_DEFAULT_DATABASE = "default"
 
 
 def split(name: str) -> list[str]:
@@ -42,6 +48,8 @@ class Namespace:
         default_factory=lambda: {DEFAULT_CATALOG: {DEFAULT_DATABASE: None}})
     current_catalog: str = DEFAULT_CATALOG
     current_database: str = DEFAULT_DATABASE
+    # Catalogs that keep their tables elsewhere (iceberg): name → their WITH options.
+    external: dict[str, dict] = field(default_factory=dict)
 
     def create_catalog(self, name: str, options: dict, if_not_exists: bool) -> None:
         kind = options.get("type")
@@ -51,16 +59,23 @@ class Namespace:
         if kind not in CATALOG_TYPES:
             raise PipelineError(
                 f"CREATE CATALOG {name}: catalog type '{kind}' is not supported", option="type",
-                hint="the job has Flink's generic_in_memory catalog only (tables declared in the file); declare "
-                     "the tables with CREATE TABLE … WITH ('connector' = …) in it instead")
-        extra = sorted(k for k in options if k != "type")
+                hint="the job has Flink's generic_in_memory and Iceberg's ('type' = 'iceberg') catalogs; declare "
+                     "the tables with CREATE TABLE … WITH ('connector' = …) instead")
+        allowed = ICEBERG_CATALOG_OPTIONS if kind == "iceberg" else ()
+        extra = sorted(k for k in options if k != "type" and k not in allowed)
         if extra:
             raise PipelineError(f"CREATE CATALOG {name}: unsupported option '{extra[0]}' for catalog type '{kind}'",
-                                option=extra[0], hint="a generic_in_memory catalog takes only 'type'")
+                                option=extra[0], hint=f"a {kind} catalog takes "
+                                + (", ".join(f"'{k}'" for k in ("type",) + allowed)))
         if name in self.catalogs:
             if if_not_exists:
                 return
             raise PipelineError(f"Catalog {name} already exists.", hint="CREATE CATALOG IF NOT EXISTS keeps it")
+        if kind == "iceberg":
+            self.external[name] = dict(options)
+            default = options.get("default-database", ICEBERG_DEFAULT_DATABASE)
+            self.catalogs[name] = dict.fromkeys([default, *_warehouse_databases(options)])
+            return
         # Flink's generic_in_memory catalog made by CREATE CATALOG starts with a database named 'default'
         # (only the SQL client's own default_catalog has default_database).
         self.catalogs[name] = {CREATED_CATALOG_DATABASE: None}
@@ -70,6 +85,8 @@ class Namespace:
             raise PipelineError(f"A catalog with name [{name}] does not exist.", hint=_create_first("catalog"))
         self.current_catalog = name
         self.current_database = DEFAULT_DATABASE if name == DEFAULT_CATALOG else CREATED_CATALOG_DATABASE
+        if name in self.external:
+            self.current_database = self.external[name].get("default-database", ICEBERG_DEFAULT_DATABASE)
 
     def create_database(self, name: str, if_not_exists: bool) -> None:
         catalog, database = self._database_path(name)
@@ -87,8 +104,15 @@ class Namespace:
                                 hint=_create_first("database"))
         self.current_catalog, self.current_database = catalog, database
 
+    def refuse_in_external(self, catalog: str, what: str) -> None:
+        """Dropping from an Iceberg catalog deletes from the warehouse in Flink: not done here."""
+        if catalog in self.external:
+            raise PipelineError(f"{what} in Iceberg catalog {catalog} is not supported: in Flink it deletes from "
+                                "the warehouse, which the job never does", hint="drop it with Iceberg's own tools")
+
     def drop_database(self, name: str, if_exists: bool, empty: bool) -> None:
         catalog, database = self._database_path(name)
+        self.refuse_in_external(catalog, f"DROP DATABASE {name}")
         if database not in self.catalogs[catalog]:
             if if_exists:
                 return
@@ -132,6 +156,25 @@ class Namespace:
         if catalog not in self.catalogs:
             raise PipelineError(f"Catalog {catalog} does not exist.", hint=_create_first("catalog"))
         return catalog, parts[-1]
+
+
+def _warehouse_databases(options: dict) -> list[str]:
+    """The databases an Iceberg Hadoop catalog's local warehouse holds: its directories
+    that are not tables. Other catalogs are refused at their first table."""
+    import os
+    from urllib.parse import urlparse
+
+    warehouse = options.get("warehouse") or ""
+    parsed = urlparse(warehouse)
+    if options.get("catalog-type") != "hadoop" or parsed.scheme not in ("", "file"):
+        return []
+    root = parsed.path if parsed.scheme else warehouse
+    try:
+        names = sorted(os.listdir(root))
+    except OSError:
+        return []
+    return [n for n in names if os.path.isdir(os.path.join(root, n)) and not n.startswith(".")
+            and not os.path.isdir(os.path.join(root, n, "metadata"))]
 
 
 def _create_first(kind: str) -> str:

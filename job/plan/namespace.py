@@ -29,6 +29,10 @@ def _show(catalog: Catalog, show: Show) -> str:
     here = catalog.in_database(space.current_catalog, space.current_database)
     if show.what == "CATALOGS":
         return tableau("catalog name", [[c] for c in sorted(space.catalogs)])
+    if show.what in ("DATABASES", "TABLES", "VIEWS") and space.current_catalog in space.external:
+        raise PipelineError(f"SHOW {show.what} in Iceberg catalog {space.current_catalog} is not supported: Flink "
+                            "lists what the warehouse holds, the job knows only what the file declares",
+                            hint="list the warehouse with Iceberg's own tools")
     if show.what == "DATABASES":
         return tableau("database name", [[d] for d in sorted(space.catalogs[space.current_catalog])])
     if show.what == "CURRENT CATALOG":
@@ -89,6 +93,10 @@ def _drop(catalog: Catalog, drop: Drop, inserts: list) -> None:
         if catalog.functions.pop(short_name(drop.name).lower(), None) is None and not drop.if_exists:
             raise PipelineError(f"Function {drop.name} doesn't exist.")
         return
+    if drop.kind == "TABLE" and len(split(drop.name)) == 3:
+        space.refuse_in_external(split(drop.name)[0], f"DROP TABLE {drop.name}")
+    elif drop.kind == "TABLE":
+        space.refuse_in_external(space.current_catalog, f"DROP TABLE {drop.name}")
     key = _resolved(catalog, drop.name)
     held = catalog.tables if drop.kind == "TABLE" else catalog.views
     if key not in held:

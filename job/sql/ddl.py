@@ -84,12 +84,14 @@ def parse_create_table(ts: TokenStream, st: StatementText, temporary: bool) -> C
     if ts.accept("PARTITIONED"):
         ts.expect("BY")
         partitioned_by = name_list(ts, "a partition column")
+    missing_with = None
     if ts.accept("WITH"):
         _options(ts, table)
     elif not ts.at("LIKE"):
-        if ts.at_end():
-            raise ts.error("missing WITH clause", ts.peek(), hint=WITH_HINT)
-        ts.expect("WITH", hint=WITH_HINT)
+        if ts.at_end():  # raised when the table is declared, unless its catalog is Iceberg's (job.catalog)
+            missing_with = ts.error("missing WITH clause", ts.peek(), hint=WITH_HINT).located(st.origin, st.text)
+        else:
+            ts.expect("WITH", hint=WITH_HINT)
     like_token = ts.accept("LIKE")
     if not like_token and not table.columns:  # only a derived table may leave the columns out
         raise _no_column_list(ts, after_name)
@@ -103,7 +105,7 @@ def parse_create_table(ts: TokenStream, st: StatementText, temporary: bool) -> C
         partitions = table.partitions or tuple(_resolve(ts, table, t, "PARTITIONED BY").name for t in partitioned_by)
         return CreateTable(name=name, columns=tuple(table.columns), options=table.options, primary_key=primary_key,
                            watermark=watermark, partitioned_by=partitions, temporary=temporary, if_not_exists=exists,
-                           source=st, option_origins=table.option_origins)
+                           source=st, option_origins=table.option_origins, missing_with=missing_with)
 
     if base_token is None:
         return finish()

@@ -77,6 +77,9 @@ class CreateTable:
     option_origins: Mapping[str, Origin] = field(default_factory=dict, compare=False)
     # ``LIKE base (…)``: the table is only complete once merged with its base table.
     like: Optional["LikeClause"] = field(default=None, compare=False, repr=False)
+    # No WITH clause: the error to raise unless the table is created in a catalog that
+    # says where its tables live (Iceberg's; job.catalog), as Flink allows there.
+    missing_with: Optional[Exception] = field(default=None, compare=False, repr=False)
 
     def column(self, name: str) -> Optional[Column]:
         for c in self.columns:

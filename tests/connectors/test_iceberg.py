@@ -282,3 +282,94 @@ def test_reads_a_pyiceberg_table_bounded_and_as_a_stream_of_appends(spark, tmp_p
     # the default, INCREMENTAL_FROM_LATEST_SNAPSHOT: the latest snapshot's appends on
     _, got = read_source(spark, table_sql("src", columns, wh, **base, streaming="true"), tmp_path / "ck5")
     assert got == [(4, "d")]
+
+
+# --------------------------------------------------------------------------- the catalog form
+
+def iceberg_catalog(wh, extra=""):
+    return f"CREATE CATALOG lake WITH ('type' = 'iceberg', 'catalog-type' = 'hadoop', 'warehouse' = '{wh}'{extra})"
+
+
+def declared(statements):
+    from job.pipeline.load import load_statements
+    from job.plan.program import declare
+
+    return declare(load_statements(args=[";\n".join(statements)]).statements)[0]
+
+
+def test_tables_of_an_iceberg_catalog_are_iceberg_tables(tmp_path):
+    """CREATE CATALOG … ('type' = 'iceberg'), USE CATALOG, CREATE DATABASE and CREATE TABLE
+    in it, as Flink users write them: each table is the iceberg connector's table of that
+    catalog, database and name; what Flink refuses or what would delete is refused."""
+    wh = tmp_path / "wh"
+    (wh / "existing_db").mkdir(parents=True)
+    catalog = declared([iceberg_catalog(wh), "USE CATALOG lake", "CREATE DATABASE db",
+                        "CREATE TABLE db.t (id INT, PRIMARY KEY (id) NOT ENFORCED) WITH ('format-version' = '1')",
+                        "CREATE TABLE lake.existing_db.u (id INT)", "CREATE TABLE u2 (id INT)"])
+    assert dict(catalog.table("t").options) == {
+        "connector": "iceberg", "catalog-name": "lake", "catalog-type": "hadoop", "warehouse": str(wh),
+        "catalog-database": "db", "catalog-table": "t", "format-version": "1"}
+    assert catalog.table("u").options["catalog-database"] == "existing_db"  # a database the warehouse holds
+    assert catalog.table("u2").options["catalog-database"] == "default"     # the catalog's default database
+    validate_options(catalog.table("t"), "sink")
+    hinted = declared([iceberg_catalog(wh), "CREATE TABLE lake.`default`.t (id INT)",
+                       "CREATE TABLE s (id INT) WITH ('connector' = 'blackhole')",
+                       "INSERT INTO s SELECT id FROM lake.`default`.t /*+ OPTIONS('streaming' = 'true') */"])
+    (read,) = [t for k, t in hinted.tables.items() if k in hinted.hinted]
+    assert read.options["streaming"] == "true" and read.options["catalog-table"] == "t"
+
+    def error(statements):
+        with pytest.raises(PipelineError) as e:
+            declared([iceberg_catalog(wh), *statements])
+        return e.value
+
+    assert "Cannot create the table with 'connector'='iceberg' table property in an iceberg catalog" in error(
+        ["CREATE TABLE lake.`default`.t (id INT) WITH ('connector' = 'iceberg')"]).message
+    assert "SHOW TABLES in Iceberg catalog lake is not supported" in error(["USE CATALOG lake", "SHOW TABLES"]).message
+    assert "DROP TABLE lake.db.t in Iceberg catalog lake is not supported" in error(
+        ["CREATE DATABASE lake.db", "DROP TABLE lake.db.t"]).message
+    # A table the warehouse holds already: Flink's error; IF NOT EXISTS keeps the
+    # warehouse's table (its columns, not the declared ones).
+    import pyarrow as pa
+
+    from job.connectors.iceberg.catalog import HadoopCatalog
+
+    warehouse = HadoopCatalog("lake", warehouse=str(wh))
+    warehouse.create_namespace("db")
+    warehouse.create_table(("db", "v"), pa.schema([("n", pa.int64()), ("ts", pa.timestamp("us"))]))
+    assert "Table (or view) db.v already exists in Catalog lake." in error(
+        ["CREATE TABLE lake.db.v (id INT)"]).message
+    kept = declared([iceberg_catalog(wh), "CREATE TABLE IF NOT EXISTS lake.db.v (id INT) WITH ('format-version' = '1')"])
+    assert [(c.name, c.flink_type) for c in kept.table("v").columns] == [("n", "BIGINT"), ("ts", "TIMESTAMP(6)")]
+    assert "format-version" not in kept.table("v").options
+    # Flink's default catalog type, hive, is refused when a table is used.
+    hive = declared(["CREATE CATALOG h WITH ('type' = 'iceberg', 'uri' = 'thrift://x:9083')",
+                     "CREATE TABLE h.`default`.t (id INT)"])
+    with pytest.raises(PipelineError) as e:
+        validate_options(hive.table("t"), "source")
+    assert "'catalog-type' = 'hive' (Flink's default)" in e.value.message
+
+
+@pytest.mark.slow
+def test_a_pipeline_in_an_iceberg_catalog_copies_a_table(spark, tmp_path):
+    """A whole pipeline in the catalog form: an Iceberg table pyiceberg wrote, read by a
+    bounded scan (the pipeline runs to completion) into another table of the catalog."""
+    import pyarrow as pa
+
+    from job.connectors.iceberg.catalog import HadoopCatalog
+    from tests.support.runs import run_inline
+
+    wh = tmp_path / "wh"
+    catalog = HadoopCatalog("lake", warehouse=str(wh))
+    catalog.create_namespace("db")
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("name", pa.string())])
+    catalog.create_table(("db", "users"), schema).append(
+        pa.Table.from_pylist([{"id": i, "name": f"u{i}"} for i in range(5)], schema))
+    sql = ";\n".join([iceberg_catalog(wh), "USE CATALOG lake",
+                      "CREATE TABLE IF NOT EXISTS db.users (id BIGINT NOT NULL, name STRING)",
+                      "CREATE TABLE IF NOT EXISTS lake.db.odd (id BIGINT, name STRING)",
+                      "INSERT INTO lake.db.odd SELECT id, UPPER(name) FROM users WHERE id % 2 = 1"]) + ";"
+    r = run_inline(statements=[sql], checkpoint_dir=str(tmp_path / "ck"))
+    assert r.code == 0, r.err
+    got = read_table(spark, wh, ("db", "odd"), "id bigint, name string")
+    assert sorted(map(tuple, got.collect())) == [(1, "U1"), (3, "U3")]

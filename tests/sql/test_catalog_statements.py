@@ -114,7 +114,8 @@ def test_qualified_names_resolve_against_the_namespace():
 
 
 @pytest.mark.parametrize("statements, message", [
-    (["CREATE CATALOG h WITH ('type'='iceberg')"], "catalog type 'iceberg' is not supported"),
+    (["CREATE CATALOG h WITH ('type'='paimon')"], "catalog type 'paimon' is not supported"),
+    (["CREATE CATALOG h WITH ('type'='iceberg', 'clients'='2')"], "unsupported option 'clients' for catalog type"),
     (["CREATE CATALOG h WITH ('type'='hive', 'hive-conf-dir'='/x')"], "catalog type 'hive' is not supported"),
     (["CREATE CATALOG h WITH ('default-database'='x')"], "the WITH options have no 'type'"),
     (["CREATE CATALOG c WITH ('type'='generic_in_memory')"] * 2, "Catalog c already exists."),

@@ -266,9 +266,16 @@ def test_watermark_on_computed_and_metadata_columns():
 
 
 def test_missing_with_clause():
+    """Raised when the table is declared outside an Iceberg catalog (job.catalog), where
+    Flink allows a CREATE TABLE without WITH."""
+    from job.catalog import Catalog
+
     text = "CREATE TABLE t (\n  a INT\n)"
-    err = assert_error(text, 3, 2, "missing WITH clause")
-    assert "connector" in err.hint
+    with pytest.raises(PipelineError) as info:
+        Catalog().add_table(parse_statement(StatementText(text, Origin("p.sql"))))
+    err = info.value
+    assert "missing WITH clause" in err.message and err.statement == text and "connector" in err.hint
+    assert (err.origin.source, err.origin.line, err.origin.column) == ("p.sql", 3, 2)
 
 
 def test_misspelled_with():

@@ -238,13 +238,39 @@ def table_identifier(table, options: Mapping[str, Any]) -> tuple[str, str]:
     return options.get("catalog-database") or DEFAULT_DATABASE, options.get("catalog-table") or table.name
 
 
+# Options of CREATE CATALOG … WITH ('type' = 'iceberg') that are not its tables' options.
+CATALOG_ONLY = ("type", "default-database", "property-version", "cache-enabled", "cache.expiration-interval-ms")
+
+
+def warehouse_table_exists(options: Mapping[str, Any]) -> bool:
+    """Does a local Hadoop warehouse hold this table already (its metadata directory)?"""
+    import os
+    from urllib.parse import urlparse
+
+    warehouse = options.get("warehouse") or ""
+    parsed = urlparse(warehouse)
+    if options.get("catalog-type") != "hadoop" or parsed.scheme not in ("", "file"):
+        return False
+    root = parsed.path if parsed.scheme else warehouse
+    return os.path.isdir(os.path.join(root, options["catalog-database"], options["catalog-table"], "metadata"))
+
+
+def warehouse_columns(options: Mapping[str, Any]):
+    """The columns and key of a table a local Hadoop warehouse holds (see warehouse_table_exists)."""
+    from job.connectors.iceberg.schema import declared_columns
+    from job.connectors.iceberg.sink import open_catalog
+
+    table = open_catalog(options).load_table((options["catalog-database"], options["catalog-table"]))
+    return declared_columns(table.schema())
+
+
 def catalog_table_options(catalog_name: str, catalog_options: Mapping[str, str], database: str,
                           table: str) -> dict[str, str]:
     """The connector options of table ``catalog_name.database.table`` of a catalog made by
     ``CREATE CATALOG catalog_name WITH ('type' = 'iceberg', ...)``: what a CREATE TABLE with
     'connector' = 'iceberg' would say for it. Catalog options ('catalog-type', 'warehouse',
     'uri', 'catalog-impl') pass through unchanged, so one check refuses what cannot run."""
-    options = {k: v for k, v in catalog_options.items() if k != "type"}
+    options = {k: v for k, v in catalog_options.items() if k not in CATALOG_ONLY}
     options.update({"connector": "iceberg", "catalog-name": catalog_name, "catalog-database": database,
                     "catalog-table": table})
     return options

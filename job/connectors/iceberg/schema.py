@@ -70,3 +70,28 @@ def conform(batch, target):
 
     arrays = [batch.column(i).cast(field.type) for i, field in enumerate(target)]
     return pa.RecordBatch.from_arrays(arrays, schema=target)
+
+
+def declared_columns(schema) -> tuple[tuple, tuple[str, ...]]:
+    """An Iceberg table's columns as Flink's catalog shows them (TypeToFlinkType):
+    (Columns, PRIMARY KEY from its identifier fields). Raises ValueError naming a column
+    whose type has no mapping here."""
+    from pyiceberg import types as T
+
+    from job.sql.statements import Column
+
+    simple = {T.BooleanType: ("boolean", "BOOLEAN"), T.IntegerType: ("int", "INT"), T.LongType: ("bigint", "BIGINT"),
+              T.FloatType: ("float", "FLOAT"), T.DoubleType: ("double", "DOUBLE"), T.StringType: ("string", "STRING"),
+              T.BinaryType: ("binary", "BYTES"), T.DateType: ("date", "DATE"),
+              T.TimestampType: ("timestamp_ntz", "TIMESTAMP(6)"), T.TimestamptzType: ("timestamp", "TIMESTAMP_LTZ(6)")}
+    columns = []
+    for field in schema.fields:
+        kind = field.field_type
+        if isinstance(kind, T.DecimalType):
+            spark, flink = f"decimal({kind.precision},{kind.scale})", f"DECIMAL({kind.precision}, {kind.scale})"
+        elif type(kind) in simple:
+            spark, flink = simple[type(kind)]
+        else:
+            raise ValueError(f"its column '{field.name}' has type {kind}, which the iceberg connector does not read")
+        columns.append(Column(field.name, spark, flink, nullable=not field.required))
+    return tuple(columns), tuple(sorted(schema.identifier_field_names(), key=[f.name for f in schema.fields].index))
