@@ -1,6 +1,6 @@
 """Iceberg written by the job and by Flink 2.3 (Iceberg's Flink runtime) from the same
 input and query, compared: Flink reads the job's table and its own, and both equal the
-table pyiceberg reads from the job's. Needs scripts/flink.sh install (and fetches
+table pyiceberg reads from the job's; the job's source reads its table as Flink's does. Needs scripts/flink.sh install (and fetches
 scripts/flink.sh iceberg's jars)."""
 from __future__ import annotations
 
@@ -69,9 +69,17 @@ def test_job_and_flink_write_the_same_iceberg_table(spark, tmp_path):
     assert job_table.count() == 5
     assert_df_equality(job_table, flink_own, ignore_row_order=True, ignore_nullable=True)
     assert_df_equality(flink_reads_job, flink_own, ignore_row_order=True, ignore_nullable=True)
-    # Flink's upserts left equality deletes: upserting into its table is refused by name.
+    # The job's source reads the job's table as Flink's source does (a bounded scan).
     from job.errors import PipelineError
-    from tests.connectors.test_iceberg import ddl, make_sink
+    from tests.connectors.test_iceberg import ddl, make_sink, read_source
+    reader = "CREATE TABLE {0} (accountId STRING, n BIGINT) WITH ({1})"
+    _, job_reads_job = read_source(spark, ddl(reader.format("job_counts", iceberg_with(wh, "job_counts"))),
+                                   tmp_path / "read", columns=("accountId", "n"))
+    assert job_reads_job == sorted(tuple(r) for r in read["job_counts"])
+    # Flink's upserts left equality deletes: scanning its table, or upserting into it, is refused by name.
+    with pytest.raises(PipelineError) as e:
+        read_source(spark, ddl(reader.format("flink_counts", iceberg_with(wh, "flink_counts"))), tmp_path / "r2")
+    assert "equality delete files" in e.value.message
     t = ddl(f"CREATE TABLE counts ({columns}) WITH ({iceberg_with(wh, 'flink_counts')})")
     with pytest.raises(PipelineError) as e:
         make_sink(spark, t, tmp_path / "ck2")

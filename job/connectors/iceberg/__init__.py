@@ -150,11 +150,11 @@ def check(table, options: Mapping[str, Any], role) -> None:
     if options.get("write-format") != "parquet":
         raise table_error(table, f"'write-format' = '{options['write-format']}' of table '{table.name}' is not "
                                  "supported: the iceberg connector writes Parquet", option="write-format")
-    if upsert_enabled(options) and not table.primary_key:
+    if upsert_enabled(options) and not table.primary_key and role != "source":  # a reader ignores it, as Flink's
         raise table_error(table, f"table '{table.name}' sets 'write.upsert.enabled' but has no PRIMARY KEY: "
                                  "upserts need the key's columns", option="write.upsert.enabled",
                           hint="declare PRIMARY KEY (...) NOT ENFORCED")
-    if upsert_enabled(options) and options.get("format-version") == 1:
+    if upsert_enabled(options) and options.get("format-version") == 1 and role != "source":
         raise table_error(table, f"table '{table.name}': format version 1 does not support upserts "
                                  "('write.upsert.enabled')", option="format-version", hint="use 'format-version' = '2'")
     if role == "source":
@@ -292,7 +292,7 @@ def _create_source(ctx) -> SourceStream:
         catalog = open_catalog(options)
         ensure_table(catalog, table, options, cols)  # Flink's connector creates a missing table too
         current = catalog.load_table((spec["database"], spec["table"]))
-        problem = verify(current.schema(), table, cols)
+        problem = verify(current.schema(), table, cols, writing=False)
         if problem:
             raise table_error(table, f"Iceberg table '{qualified}' in '{options['warehouse']}' cannot be read as "
                                      f"table '{table.name}': {problem}", option="catalog-table",

@@ -38,8 +38,9 @@ def iceberg_schema(table, cols):
     return Schema(*fields, identifier_field_ids=ids)
 
 
-def verify(schema, table, cols) -> Optional[str]:
-    """Why ``schema`` (an existing table's) cannot take the declared columns, or None."""
+def verify(schema, table, cols, writing: bool = True) -> Optional[str]:
+    """Why ``schema`` (an existing table's) cannot take the declared columns (``writing``)
+    or be read as them, or None. A reader may declare a required column nullable."""
     for col in cols:
         try:
             field = schema.find_field(col.name, case_sensitive=False)
@@ -48,7 +49,7 @@ def verify(schema, table, cols) -> Optional[str]:
         wanted = iceberg_type(col.spark_type)
         if field.field_type != wanted:
             return f"its column '{field.name}' is {field.field_type}, the declared {col.flink_type} is stored as {wanted}"
-        if field.required and col.nullable and col.name not in table.primary_key:
+        if writing and field.required and col.nullable and col.name not in table.primary_key:
             return f"its column '{field.name}' is required (NOT NULL), the declared '{col.name}' is nullable"
     return None
 
