@@ -17,27 +17,18 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 JAVA="${JAVA_HOME:+$JAVA_HOME/bin/}java"
 CP="$ROOT/jars/kafka/*"
 
-usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2; exit 2; }
-log() { echo "kafka.sh[$NAME]: $*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-
-CMD="${1:-}"; [[ -n "$CMD" ]] || usage; shift
-NAME=default PORT="" CPORT="" TIMEOUT="${KAFKA_START_TIMEOUT:-90}"
-while [[ $# -gt 0 ]]; do
+source "$ROOT/scripts/service-args.sh"
+CPORT=""
+own_option() {
   case "$1" in
-    --port) PORT="$2"; shift 2 ;;
-    --port=*) PORT="${1#*=}"; shift ;;
-    --name) NAME="$2"; shift 2 ;;
-    --name=*) NAME="${1#*=}"; shift ;;
-    --controller-port) CPORT="$2"; shift 2 ;;
-    --controller-port=*) CPORT="${1#*=}"; shift ;;
-    --timeout) TIMEOUT="$2"; shift 2 ;;
-    --timeout=*) TIMEOUT="${1#*=}"; shift ;;
-    -h|--help) usage ;;
-    *) echo "kafka.sh: unknown argument: $1" >&2; usage ;;
+    --controller-port) [[ $# -ge 2 ]] || usage; CPORT="$2"; OWN_TOOK=2 ;;
+    --controller-port=*) CPORT="${1#*=}"; OWN_TOOK=1 ;;
+    *) return 1 ;;
   esac
-done
-[[ "$NAME" =~ ^[A-Za-z0-9_.-]+$ ]] || die "bad --name '$NAME' (letters, digits, _ . - only)"
+}
+TIMEOUT="${KAFKA_START_TIMEOUT:-90}"
+parse_service_args "$@"
+[[ ${#EXTRA[@]} -eq 0 ]] || { echo "kafka.sh: unknown argument: --" >&2; usage; }
 
 DIR="$ROOT/.services/kafka-$NAME"
 PIDFILE="$DIR/kafka.pid"

@@ -21,33 +21,10 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PASSWORD="${STREAMSQL_MYSQL_PASSWORD:-mariadb}"
 DEFAULT_PORT=13306
 
-usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2; exit 2; }
-log() { echo "mariadb.sh[$NAME]: $*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-
-CMD="${1:-}"; [[ -n "$CMD" ]] || usage; shift
-NAME=default PORT="" TIMEOUT=60 EXTRA=()
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --port) PORT="$2"; shift 2 ;;
-    --port=*) PORT="${1#*=}"; shift ;;
-    --name) NAME="$2"; shift 2 ;;
-    --name=*) NAME="${1#*=}"; shift ;;
-    --timeout) TIMEOUT="$2"; shift 2 ;;
-    --) shift; EXTRA=("$@"); break ;;
-    -h|--help) usage ;;
-    *) echo "mariadb.sh: unknown argument: $1" >&2; usage ;;
-  esac
-done
-[[ "$NAME" =~ ^[A-Za-z0-9_.-]+$ ]] || die "bad --name '$NAME' (letters, digits, _ . - only)"
-
-DIR="$ROOT/.services/mariadb-$NAME"
-# As root the server runs as the `mysql` user (below), which must be able to reach its
-# files: a checkout under a private directory (/root/…) gets its data under /var/tmp.
-if [[ "$(id -u)" == 0 ]] && id mysql >/dev/null 2>&1 \
-   && ! runuser -u mysql -- test -x "$ROOT" 2>/dev/null; then
-  DIR="/var/tmp/streamsql-mariadb-$(printf '%s' "$ROOT" | md5sum | cut -c1-8)-$NAME"
-fi
+source "$ROOT/scripts/service-args.sh"
+TIMEOUT=60
+parse_service_args "$@"
+DIR="$(service_dir mysql mariadb)"
 DATA="$DIR/data"
 SOCKET="$DIR/mariadb.sock"
 CNF="$DIR/my.cnf"

@@ -21,33 +21,10 @@ PG_MAJOR="${PG_MAJOR:-15}"
 BIN="/usr/lib/postgresql/$PG_MAJOR/bin"
 PASSWORD="${STREAMSQL_PG_PASSWORD:-postgres}"
 
-usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2; exit 2; }
-log() { echo "postgres.sh[$NAME]: $*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-
-CMD="${1:-}"; [[ -n "$CMD" ]] || usage; shift
-NAME=default PORT="" TIMEOUT=60 EXTRA=()
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --port) PORT="$2"; shift 2 ;;
-    --port=*) PORT="${1#*=}"; shift ;;
-    --name) NAME="$2"; shift 2 ;;
-    --name=*) NAME="${1#*=}"; shift ;;
-    --timeout) TIMEOUT="$2"; shift 2 ;;
-    --) shift; EXTRA=("$@"); break ;;
-    -h|--help) usage ;;
-    *) echo "postgres.sh: unknown argument: $1" >&2; usage ;;
-  esac
-done
-[[ "$NAME" =~ ^[A-Za-z0-9_.-]+$ ]] || die "bad --name '$NAME' (letters, digits, _ . - only)"
-
-DIR="$ROOT/.services/postgres-$NAME"
-# As root the cluster belongs to the `postgres` user (below), which must be able to reach
-# it: a checkout under a private directory (/root/…) gets its cluster under /var/tmp.
-if [[ "$(id -u)" == 0 ]] && id postgres >/dev/null 2>&1 \
-   && ! runuser -u postgres -- test -x "$ROOT" 2>/dev/null; then
-  DIR="/var/tmp/streamsql-postgres-$(printf '%s' "$ROOT" | md5sum | cut -c1-8)-$NAME"
-fi
+source "$ROOT/scripts/service-args.sh"
+TIMEOUT=60
+parse_service_args "$@"
+DIR="$(service_dir postgres postgres)"
 DATA="$DIR/data"
 
 # PostgreSQL refuses to run as root: when we are root, the cluster belongs to the
