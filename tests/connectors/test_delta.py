@@ -6,13 +6,11 @@ from __future__ import annotations
 import pytest
 from chispa import assert_df_equality
 
-pytest.importorskip("deltalake")
-
-from job.connectors.base import SinkContext, SinkError  # noqa: E402
-from job.connectors.registry import validate_options  # noqa: E402
-from job.errors import Origin, PipelineError  # noqa: E402
-from job.sql.parse import parse_statement  # noqa: E402
-from job.sql.statements import StatementText  # noqa: E402
+from job.connectors.base import SinkContext, SinkError
+from job.connectors.registry import validate_options
+from job.errors import Origin, PipelineError
+from job.sql.parse import parse_statement
+from job.sql.statements import StatementText
 
 
 def table_sql(name, columns, path, *, pk=None, **options):
