@@ -64,9 +64,10 @@ def test_one_connector_s_or_option_s_packages_are_extras_the_tests_install():
     assert [r.name for r in found["mysql"]] == ["mysql-replication", "pymysql"]
     assert [r.name for r in found["metrics"]] == ["prometheus-client"]
     assert [r.name for r in found["iceberg"]] == ["pyiceberg"]
+    assert [r.name for r in found["delta"]] == ["deltalake"]
     (itself,) = [r for r in found["test"] if r.name == "streamsql"]
-    assert itself.extras == {"postgres", "mysql", "metrics", "iceberg"}
-    assert not {"psycopg", "mysql-replication", "pymysql", "prometheus-client", "pyiceberg"} & {r.name for r in requirements()}
+    assert itself.extras == {"postgres", "mysql", "metrics", "iceberg", "delta"}
+    assert not {"psycopg", "mysql-replication", "pymysql", "prometheus-client", "pyiceberg", "deltalake"} & {r.name for r in requirements()}
 
 
 def blocked(module: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:

@@ -39,6 +39,7 @@ BUILTIN_CONNECTORS = (
     "job.connectors.mysql_cdc",
     "job.connectors.jdbc",
     "job.connectors.iceberg",
+    "job.connectors.delta",
 )
 BUILTIN_FORMATS = (
     "job.formats.json",

@@ -78,7 +78,7 @@ def test_unknown_connector_with_did_you_mean(tmp_path):
     assert f"p.sql:{position(text, chr(39) + 'connector')}:" in msg   # at the 'connector' key
     assert 'in statement "CREATE TABLE src (id INT, name STRING) WITH' in msg
     assert "unknown connector 'datagem' for table 'src'. Did you mean 'datagen'?" in msg
-    assert "available connectors: blackhole, datagen, filesystem, iceberg, jdbc, kafka, mysql-cdc, postgres-cdc, print, upsert-kafka" in msg
+    assert "available connectors: blackhole, datagen, delta, filesystem, iceberg, jdbc, kafka, mysql-cdc, postgres-cdc, print, upsert-kafka" in msg
 
 
 def test_missing_required_option(tmp_path):
