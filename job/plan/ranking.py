@@ -213,7 +213,11 @@ def plan_order_limit(planner, rel: Rel, node: exp.Select) -> Rel:
             except PipelineError:  # a column of the input the select list does not show
                 field = None
         if field is not None and field.time in ("rowtime", "proctime") and not first.args.get("desc"):
-            raise planner.error(order, "ORDER BY a time attribute (sorting a stream by time) is not supported yet")
+            # Flink runs this as a temporal sort (buffered until the watermark, or the next
+            # processing-time millisecond, passes each row); the job has no such operator yet.
+            kind = "event-time" if field.time == "rowtime" else "processing-time"
+            raise planner.error(order, f"ORDER BY the {kind} attribute {first.this.sql()} (Flink's temporal sort, "
+                                       "sorting a stream by time) is not supported yet")
         raise planner.error(order, "Sort on a non-time-attribute field is not supported: a streaming query can only "
                                    "be sorted by a time attribute ascending, or ranked with ORDER BY … LIMIT N",
                             hint="add LIMIT N to keep the first N rows in that order (Flink's Top-N)")

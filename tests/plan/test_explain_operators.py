@@ -122,6 +122,13 @@ def test_processing_time_is_refused_by_name(spark, query, at, message):
     ("SELECT uid, CAST(VAR_POP(DISTINCT amount) AS STRING), '' FROM orders GROUP BY uid",
      "VAR_POP(DISTINCT …) is not supported yet"),
     ("SELECT uid, '', '' FROM orders LIMIT 3", "LIMIT without ORDER BY is not supported yet"),
+    ("SELECT uid, ts, '' FROM orders ORDER BY ts, uid DESC",
+     "ORDER BY the event-time attribute ts (Flink's temporal sort, sorting a stream by time) is not supported yet"),
+    ("SELECT uid, pt, '' FROM timed ORDER BY pt",
+     "ORDER BY the processing-time attribute pt (Flink's temporal sort"),
+    # Flink's temporal sort needs the time attribute first and ascending; otherwise it refuses the sort
+    ("SELECT uid, '', '' FROM orders ORDER BY ts DESC", "Sort on a non-time-attribute field is not supported"),
+    ("SELECT uid, '', '' FROM orders ORDER BY uid, ts", "Sort on a non-time-attribute field is not supported"),
     ("SELECT uid, '', '' FROM orders o WHERE amount NOT IN (SELECT score FROM users u WHERE u.uid = o.uid)",
      "NOT IN (subquery) over values that can be NULL is supported for one column and an uncorrelated subquery; "
      "this one is correlated"),
