@@ -1,12 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: the same tests as `.venv/bin/python -m pytest`, in two
-# pytest runs at once. The differential suite against Flink (tests/flink) spends most of
-# its time waiting for Flink's answers (one Flink JVM works through every case while the
+# pytest processes at once. The differential suite against Flink (tests/flink) spends most
+# of its time waiting for Flink's answers (one Flink JVM works through every case while the
 # other tests run), and the rest of the suite mostly waits too (JVMs starting, queries
-# polling, servers answering): side by side, each uses the time the others spend waiting.
-# The rest runs in STREAMSQL_TEST_WORKERS pytest-xdist workers (default 2), a test file per
-# worker at a time: on a 2-core machine its 1,200 tests took 38 minutes in two workers, where
-# one process took about 56.
+# polling): side by side, each uses the time the other spends waiting.
 # Extra options go to both (e.g. -x, -k …, -m "not slow"; to run some files, call pytest
 # itself). Exit status: non-zero if either fails.
 set -uo pipefail
@@ -19,7 +16,7 @@ flink=$!
 # a kill), the differential run is interrupted as pytest is by Ctrl-C, so that it stops its
 # Flink JVM on the way out.
 trap 'kill -INT "$flink" 2>/dev/null && wait "$flink"; rm -f "$flink_log"' EXIT
-"$PY" -m pytest -n "${STREAMSQL_TEST_WORKERS:-2}" --dist loadfile --ignore=tests/flink "$@"
+"$PY" -m pytest --ignore=tests/flink "$@"
 status=$?
 wait "$flink"
 flink_status=$?
