@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from job.connectors.base import APPEND, UPSERT, Connector, Option
-from job.connectors.iceberg import storable
+from job.connectors.iceberg import check_columns
 from job.options import table_error
 
 OPTIONS = (
@@ -47,14 +47,7 @@ def check(table, options: Mapping[str, Any], role) -> None:
     if table.partitioned_by:
         raise table_error(table, f"table '{table.name}': PARTITIONED BY is not supported by the delta connector "
                                  "yet (it writes unpartitioned tables)", hint="leave out PARTITIONED BY")
-    for col in table.columns:
-        if col.kind == "metadata":
-            raise table_error(table, f"column '{col.name}' of table '{table.name}': the delta connector has no "
-                                     "METADATA columns", hint="declare it as a regular column")
-        if col.is_physical and not storable(col.spark_type):
-            raise table_error(table, f"column '{col.name}' of table '{table.name}' has type {col.flink_type}, which "
-                                     "the delta connector does not store yet",
-                              hint="use a scalar type (STRING, numbers, BOOLEAN, DATE, TIMESTAMP, BYTES)")
+    check_columns(table, "delta")
 
 
 def local_path(options: Mapping[str, Any]) -> str:

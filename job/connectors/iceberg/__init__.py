@@ -113,6 +113,19 @@ def storable(spark_type: str) -> bool:
     return t in SCALAR_TYPES or t.startswith("decimal(") or t.startswith("varchar(") or t.startswith("char(")
 
 
+def check_columns(table, connector: str) -> None:
+    """A lake table's columns: no METADATA columns, and only types the Arrow writer stores
+    (the iceberg and delta connectors)."""
+    for col in table.columns:
+        if col.kind == "metadata":
+            raise table_error(table, f"column '{col.name}' of table '{table.name}': the {connector} connector has no "
+                                     "METADATA columns", hint="declare it as a regular column")
+        if col.is_physical and not storable(col.spark_type):
+            raise table_error(table, f"column '{col.name}' of table '{table.name}' has type {col.flink_type}, which "
+                                     f"the {connector} connector does not store yet",
+                              hint="use a scalar type (STRING, numbers, BOOLEAN, DATE, TIMESTAMP, BYTES)")
+
+
 # --------------------------------------------------------------------------- check
 
 def check(table, options: Mapping[str, Any], role) -> None:
@@ -162,14 +175,7 @@ def check(table, options: Mapping[str, Any], role) -> None:
     if table.partitioned_by and role != "source":
         raise table_error(table, f"table '{table.name}': PARTITIONED BY is not supported by the iceberg connector "
                                  "yet (it writes unpartitioned tables)", hint="leave out PARTITIONED BY")
-    for col in table.columns:
-        if col.kind == "metadata":
-            raise table_error(table, f"column '{col.name}' of table '{table.name}': the iceberg connector has no "
-                                     "METADATA columns", hint="declare it as a regular column")
-        if col.is_physical and not storable(col.spark_type):
-            raise table_error(table, f"column '{col.name}' of table '{table.name}' has type {col.flink_type}, which "
-                                     "the iceberg connector does not store yet",
-                              hint="use a scalar type (STRING, numbers, BOOLEAN, DATE, TIMESTAMP, BYTES)")
+    check_columns(table, "iceberg")
 
 
 # Read options that change what is read and do not run here: option → its default.
