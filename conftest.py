@@ -12,6 +12,10 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 # python (CI's Spark 4.2 pass), and everything follows it.
 if sys.prefix != sys.base_prefix:
     os.environ.setdefault("STREAMSQL_VENV", sys.prefix)
+# Every Spark JVM the tests start compiles with C1 only (why: tests/support/jvm.py).
+from tests.support.jvm import spark_c1_only  # noqa: E402
+
+spark_c1_only()
 
 
 def pytest_configure(config):

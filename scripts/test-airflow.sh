@@ -4,6 +4,7 @@
 # pipeline's output for the run's logical date is then checked.
 #
 #   scripts/test-airflow.sh            # exit 0 when the output is right
+#   scripts/test-airflow.sh --install  # only create the virtualenv (CI, while it sets up the rest)
 #
 # Airflow lives in its own virtualenv, .services/airflow-venv (created on first use and kept;
 # AIRFLOW_VERSION, default below, picks the release), never in the project's .venv. Its home
@@ -23,6 +24,7 @@ if [[ ! -x "$VENV/bin/airflow" ]] || ! "$VENV/bin/pip" show apache-airflow 2>/de
   "$VENV/bin/pip" install -q --upgrade pip
   "$VENV/bin/pip" install -q "apache-airflow==$AIRFLOW_VERSION" apache-airflow-providers-apache-spark
 fi
+[[ "${1:-}" != --install ]] || exit 0
 [[ -x "$ROOT/.venv/bin/spark-submit" ]] || die "no $ROOT/.venv/bin/spark-submit (run scripts/setup.sh)"
 
 export AIRFLOW_HOME="$ROOT/.services/airflow-home"

@@ -55,7 +55,9 @@ def test_job_and_flink_write_the_same_iceberg_table(spark, tmp_path):
             "read": {name: f"CREATE TABLE {name} (accountId STRING, n BIGINT) WITH ({iceberg_with(wh, name)})"
                      for name in ("job_counts", "flink_counts")}}
     (tmp_path / "spec.json").write_text(json.dumps(spec))
-    env = {**os.environ, "HADOOP_CLASSPATH": ":".join(hadoop)}
+    from tests.support.jvm import flink_env
+
+    env = {**flink_env(str(FLINK_PYTHON)), "HADOOP_CLASSPATH": ":".join(hadoop)}
     env.pop("PYSPARK_GATEWAY_PORT", None)
     env.pop("PYSPARK_GATEWAY_SECRET", None)
     proc = subprocess.run([str(FLINK_PYTHON), str(ROOT / "tests" / "support" / "flink_iceberg.py"),

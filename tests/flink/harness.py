@@ -243,8 +243,10 @@ class FlinkRun:
             # Files, not pipes: a pipe nobody reads while the tests run would fill and stop it.
             self.out = tempfile.TemporaryFile("w+b")
             self.err = tempfile.TemporaryFile("w+")
+            from tests.support.jvm import flink_env
+
             self.proc = subprocess.Popen([flink_python(), str(ORACLE)], stdin=subprocess.PIPE, stdout=self.out,
-                                         stderr=self.err, text=True, cwd=ROOT)
+                                         stderr=self.err, text=True, cwd=ROOT, env=flink_env(flink_python()))
             self.proc.stdin.write(json.dumps(spec))
             self.proc.stdin.close()
 

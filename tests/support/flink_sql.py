@@ -55,7 +55,11 @@ def run_flink(statements, query=None, *, timeout: float = 300) -> list[tuple]:
     subprocess.run([str(ROOT / "scripts" / "flink.sh"), "install"], check=True, capture_output=True)
     jars = subprocess.run([str(ROOT / "scripts" / "flink.sh"), "jars"], capture_output=True, text=True).stdout.split()
     request = json.dumps({"statements": list(statements), "query": query, "jars": jars})
-    proc = subprocess.run([flink_python(), __file__], input=request, capture_output=True, text=True, timeout=timeout)
+    from tests.support.jvm import flink_env
+
+    python = flink_python()
+    proc = subprocess.run([python, __file__], input=request, capture_output=True, text=True, timeout=timeout,
+                          env=flink_env(python))
     if proc.returncode != 0:
         causes = [l for l in proc.stderr.splitlines() if "Caused by" in l or "Exception" in l]
         raise RuntimeError("Flink failed: " + ("\n".join(causes[-3:]) or proc.stderr[-2000:]))
