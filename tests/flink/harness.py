@@ -202,8 +202,8 @@ def _fingerprint(case: Case, data: str, root: str) -> str:
 
 # --------------------------------------------------------------------------- engines
 
-# Beside Flink's virtualenv under .services/, which CI keeps between runs as it keeps the
-# virtualenvs: a clean checkout asks Flink only for the cases that are new or changed.
+# Beside Flink's virtualenv under .services/: a checkout that has run the suite before asks
+# Flink only for the cases that are new or changed (CI's clean clone asks for all of them).
 CACHE_DIR = ROOT / ".services" / "flink-oracle"
 
 # How long one case may take before the oracle is taken to be stuck: the slowest, the
