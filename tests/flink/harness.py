@@ -245,8 +245,9 @@ class FlinkRun:
             self.err = tempfile.TemporaryFile("w+")
             from tests.support.jvm import flink_env
 
-            self.proc = subprocess.Popen([flink_python(), str(ORACLE)], stdin=subprocess.PIPE, stdout=self.out,
-                                         stderr=self.err, text=True, cwd=ROOT, env=flink_env(flink_python()))
+            python = flink_python()
+            self.proc = subprocess.Popen([python, str(ORACLE)], stdin=subprocess.PIPE, stdout=self.out,
+                                         stderr=self.err, text=True, cwd=ROOT, env=flink_env(python))
             self.proc.stdin.write(json.dumps(spec))
             self.proc.stdin.close()
 

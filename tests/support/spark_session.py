@@ -31,44 +31,38 @@ def get_spark():
         if root not in paths:
             os.environ["PYTHONPATH"] = os.pathsep.join([root, *paths])
 
-        from tests.support.jvm import both_compilers
+        from pyspark.sql import SparkSession
+
+        from job.run import driver_jvm
+        from tests.support.jvm import BOTH_COMPILERS
         from tests.support.services import LOG4J_CONF, spark_jars
 
-        with both_compilers():
-            _spark = _builder(LOG4J_CONF, spark_jars()).getOrCreate()
+        _spark = (
+            SparkSession.builder.master("local[2]")
+            .appName("tests")
+            .config("spark.sql.shuffle.partitions", "2")
+            .config("spark.default.parallelism", "2")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.sql.session.timeZone", "UTC")
+            .config("spark.sql.streaming.stateStore.providerClass",
+                    "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+            .config("spark.driver.bindAddress", "127.0.0.1")
+            .config("spark.driver.host", "127.0.0.1")
+            .config("spark.sql.streaming.schemaInference", "false")
+            .config("spark.sql.mapKeyDedupPolicy", "LAST_WIN")
+            .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
+            .config("spark.python.sql.dataFrameDebugging.enabled", "false")
+            .config("spark.jars", ",".join(spark_jars()))
+            # The job's own driver JVM options (job/run/driver_jvm.py: the class archive, the
+            # parallel collector, C2 later, RocksDB's library), as a job run has them: 18% less
+            # CPU than the JVM's defaults over 60 differential cases, here.
+            .config("spark.driver.extraJavaOptions",
+                    driver_jvm.with_defaults(f"{BOTH_COMPILERS} -Dlog4j2.configurationFile=file:{LOG4J_CONF}"))
+            .getOrCreate()
+        )
         _spark.sparkContext.setLogLevel("ERROR")
         return _spark
-
-
-def _builder(log4j_conf, jars):
-    """The session's settings (kept apart from starting it)."""
-    from pyspark.sql import SparkSession
-
-    from job.run import driver_jvm
-
-    return (
-        SparkSession.builder.master("local[2]")
-        .appName("tests")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.streaming.stateStore.providerClass",
-                "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.sql.streaming.schemaInference", "false")
-        .config("spark.sql.mapKeyDedupPolicy", "LAST_WIN")
-        .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
-        .config("spark.python.sql.dataFrameDebugging.enabled", "false")
-        .config("spark.jars", ",".join(jars))
-        # The job's own driver JVM options (job/run/driver_jvm.py: the class archive, the
-        # parallel collector, C2 later, RocksDB's library), as a job run has them: 18% less
-        # CPU than the JVM's defaults over 60 differential cases, here.
-        .config("spark.driver.extraJavaOptions",
-                driver_jvm.with_defaults(f"-Dlog4j2.configurationFile=file:{log4j_conf}"))
-    )
 
 
 def run_available_now(writer_or_df, checkpoint, *, timeout: float = 120.0):
