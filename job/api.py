@@ -92,6 +92,10 @@ def collect(statements: Sequence[str], query: str, *, spark=None, checkpoint_dir
         from job.run.session import build_session
 
         spark = build_session("collect", {})
+    else:  # the caller's session, with the local file systems a job run's session has
+        from job.run.session import use_engine_local_files
+
+        use_engine_local_files(spark)
     parsed = parse_query(query, Origin("query"), query)
     for synthetic, written, hint in parsed.table_hints:  # OPTIONS hints: their tables, as declare() adds them
         catalog.add_hinted(synthetic, written, hint, None)
