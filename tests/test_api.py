@@ -56,3 +56,29 @@ def test_collect_plans_like_a_pipeline_and_closes_every_window_at_the_end(spark,
                      spark=spark, checkpoint_dir=str(tmp_path / "ck"))
     assert sorted(result.rows) == [("u1", "2024-01-01 10:00:00.000", 1), ("u1", "2024-01-01 10:03:00.000", 1),
                                    ("u2", "2024-01-01 10:00:00.000", 1)]
+
+
+def test_collect_on_a_callers_session_writes_checkpoints_without_a_process_per_file(spark, tmp_path):
+    """collect() given a session switches it to the engine's local file systems, as a job
+    run's session is (job.run.session.use_engine_local_files): Hadoop's start a readlink or
+    chmod process per checkpoint file. The rows are the same either way."""
+    from job.api import collect
+    from job.run.session import LOCAL_FILE_SYSTEMS
+
+    hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()
+    for key, (hadoops, _engine) in LOCAL_FILE_SYSTEMS.items():
+        hadoop_conf.set(key, hadoops)  # as a session of the caller's own has them
+    try:
+        (tmp_path / "t").mkdir()
+        (tmp_path / "t" / "part-0").write_text('{"k": "a", "n": 1}\n{"k": "a", "n": 2}\n{"k": "b", "n": 5}\n')
+        result = collect([f"CREATE TABLE t (k STRING, n INT) WITH ('connector' = 'filesystem', "
+                          f"'path' = '{tmp_path / 't'}', 'format' = 'json')"],
+                         "SELECT k, SUM(n) AS s FROM t GROUP BY k", spark=spark,
+                         checkpoint_dir=str(tmp_path / "ck"))
+        assert sorted(result.rows) == [("a", 3), ("b", 5)]
+        assert {key: hadoop_conf.get(key) for key in LOCAL_FILE_SYSTEMS} == {
+            key: engine for key, (_hadoops, engine) in LOCAL_FILE_SYSTEMS.items()}
+    finally:
+        from job.run.session import use_engine_local_files
+
+        use_engine_local_files(spark)
