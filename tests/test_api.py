@@ -58,10 +58,10 @@ def test_collect_plans_like_a_pipeline_and_closes_every_window_at_the_end(spark,
                                    ("u2", "2024-01-01 10:00:00.000", 1)]
 
 
-def test_collect_on_a_callers_session_writes_checkpoints_without_a_process_per_file(spark, tmp_path):
+def test_collect_on_a_callers_session_uses_the_engines_local_file_systems(spark, tmp_path):
     """collect() given a session switches it to the engine's local file systems, as a job
-    run's session is (job.run.session.use_engine_local_files): Hadoop's start a readlink or
-    chmod process per checkpoint file. The rows are the same either way."""
+    run's session is (job.run.session.use_engine_local_files), whose checkpoint writes start
+    no readlink or chmod process per file as Hadoop's do. The rows are the same either way."""
     from job.api import collect
     from job.run.session import LOCAL_FILE_SYSTEMS
 
