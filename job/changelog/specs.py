@@ -200,6 +200,16 @@ class WindowRank:
 
 
 @dataclass(frozen=True)
+class TemporalSort:
+    """A stream sorted by event time, then the other ORDER BY keys (one group: the whole
+    stream): the row columns; append-only."""
+    operator: ClassVar[str] = "temporalSort"
+    row: Columns                 # the columns of a sorted row
+    time: str                    # the event time in ms, the first ORDER BY key
+    sort: tuple[SortKey, ...]    # the ORDER BY keys after it
+
+
+@dataclass(frozen=True)
 class WindowJoin:
     """A window join: the left and right columns; append-only."""
     operator: ClassVar[str] = "windowJoin"
@@ -261,7 +271,7 @@ class ScalarFunction:
 
 
 OPERATORS = (Normalize, Aggregate, Join, Materialize, NetChanges, Rank, CurrentWatermark, Over, TemporalJoin,
-             LookupJoin, WindowRank, WindowJoin, SessionRows, NumberRows)
+             LookupJoin, WindowRank, WindowJoin, SessionRows, NumberRows, TemporalSort)
 EXPRESSIONS = (JsonDecoding, ScalarFunction)
 PARTS = (SortKey, AggregateCall, JoinSide, ConnectionProperty, DecodedColumn)
 

@@ -24,6 +24,10 @@ APPEND, UPSERT, RETRACT = "append", "upsert", "retract"
 # The engine's state layout. 2: the JVM operators, state per key (1: Python operators, one
 # pickled state per bucket of keys). A checkpoint of another layout is refused.
 ENGINE_STATE_VERSION = 2
+# Operators whose state layout changed since: a checkpoint with the older layout is refused
+# (job.run.compat compares each step's version). rank 3: the arrival of each copy of an
+# equal row (2: one count and the first copy's arrival).
+OPERATOR_STATE_VERSIONS = {"rank": 3}
 # Spark's own stateful operators (windowed aggregation, stream-stream join): Spark checks
 # its state's schema itself.
 SPARK_STATE_VERSION = 1
@@ -82,7 +86,7 @@ def engine(kind: str, operator: str, text: str, note: str, *, keys=(), stateful:
            inputs: int = 1) -> PlanNode:
     """A step one of the engine's operators runs."""
     return PlanNode(kind, text, note, tuple(keys), stateful=stateful, engine=operator, spec=spec, inputs=inputs,
-                    state_version=ENGINE_STATE_VERSION if stateful else 0)
+                    state_version=OPERATOR_STATE_VERSIONS.get(operator, ENGINE_STATE_VERSION) if stateful else 0)
 
 
 def with_mode(node: PlanNode, mode: str) -> PlanNode:

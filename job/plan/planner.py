@@ -51,6 +51,7 @@ class Planner:
         self._n = 0
         self._queries: list[Query] = []     # the query (or view) being planned, innermost last
         self._root: Optional[Query] = None
+        self._statement_copy: Optional[exp.Select] = None
         self._ctes: list[dict] = []
         # The longest event-time span an operator waits for (window size, session gap,
         # interval bound): what the end of a bounded input must advance time by. None:
@@ -124,6 +125,17 @@ class Planner:
             return rel
         finally:
             self._queries.pop()
+
+    def is_statement_query(self, node: exp.Expression) -> bool:
+        """Is ``node`` the statement's own query (not a subquery, a CTE's or a view's)?"""
+        tree = self._root.tree if self._root is not None and len(self._queries) == 1 else None
+        while isinstance(tree, exp.Subquery):
+            tree = tree.this
+        return tree is not None and (node is tree or node is self._statement_copy)
+
+    def planned_as_statement_query(self, copy: exp.Select) -> None:
+        """``copy`` (a rewritten copy of the statement's query) stands for it from now on."""
+        self._statement_copy = copy
 
     def query(self, node: exp.Expression) -> Rel:
         from job.plan import setops

@@ -198,57 +198,73 @@ def top_n(planner, inner: exp.Select, position: int, window: exp.Window, alias: 
 
 def plan_order_limit(planner, rel: Rel, node: exp.Select) -> Rel:
     """``ORDER BY … LIMIT n [OFFSET m]``: Flink plans it as a Top-N over the whole result
-    (rows m+1 … m+n by ROW_NUMBER in that order, without the rank column)."""
+    (rows m+1 … m+n by ROW_NUMBER in that order, without the rank column); without an
+    ORDER BY, rows m+1 … m+n in arrival order. An ORDER BY without LIMIT sorts the
+    statement's own stream (job.plan.temporal_sort) and is dropped elsewhere, as Flink's
+    planner drops it."""
+    from job.plan import temporal_sort
+
     order = node.args.get("order")
     limit = node.args.get("limit")
     offset = node.args.get("offset")
-    if order is not None and limit is None:
-        first = order.expressions[0]
-        field = None
-        if isinstance(first.this, exp.Column):
-            from job.errors import PipelineError
-
-            try:
-                field, _ = planner.translator(rel, "ORDER BY").scope.resolve_column(first.this)
-            except PipelineError:  # a column of the input the select list does not show
-                field = None
-        if field is not None and field.time in ("rowtime", "proctime") and not first.args.get("desc"):
-            # Flink runs this as a temporal sort (buffered until the watermark, or the next
-            # processing-time millisecond, passes each row); the job has no such operator yet.
-            kind = "event-time" if field.time == "rowtime" else "processing-time"
-            raise planner.error(order, f"ORDER BY the {kind} attribute {first.this.sql()} (Flink's temporal sort, "
-                                       "sorting a stream by time) is not supported yet")
-        raise planner.error(order, "Sort on a non-time-attribute field is not supported: a streaming query can only "
-                                   "be sorted by a time attribute ascending, or ranked with ORDER BY … LIMIT N",
-                            hint="add LIMIT N to keep the first N rows in that order (Flink's Top-N)")
+    if order is not None and limit is None and offset is None:
+        if not temporal_sort.sorts_stream(planner, node):
+            return rel
+        rel = planner.settle(rel)
+        return temporal_sort.plan_temporal_sort(planner, rel, order,
+                                                [_order_field(planner, rel, o) for o in order.expressions])
     if limit is None:
         raise planner.error(offset, "OFFSET needs ORDER BY … LIMIT in a streaming query")
     n = _int_literal(limit.expression if isinstance(limit, exp.Limit) else limit.args.get("count"))
     if n is None:
         raise planner.error(limit, "LIMIT needs a whole number")
-    if order is None:
-        raise planner.error(limit, "LIMIT without ORDER BY is not supported yet",
-                            hint="give the order: ORDER BY … LIMIT N (Flink's Top-N)")
     skip = 0
     if offset is not None:
         skip = _int_literal(offset.expression if isinstance(offset, exp.Offset) else offset)
         if skip is None:
             raise planner.error(offset, "OFFSET needs a whole number")
+    if order is None:
+        _refuse_limit_in_file_reader(planner, rel, node, limit, skip + n)
     return _sorted_limit(planner, rel, order, skip + 1, skip + n)
+
+
+def _refuse_limit_in_file_reader(planner, rel: Rel, node: exp.Select, limit, n: int) -> None:
+    """Flink pushes a LIMIT without ORDER BY that reads one filesystem table directly (only
+    a select list between them) into the file reader, which stops after the first n rows
+    its format decodes. For a changelog format those are the file's first n changes (an
+    update is two), not the table's first n rows: an answer the job does not reproduce."""
+    from_ = node.args.get("from_") or node.args.get("from")
+    table = from_.this if from_ is not None else None
+    if rel.append_only or not isinstance(table, exp.Table) or any(
+            node.args.get(k) for k in ("joins", "where", "group", "having", "distinct", "laterals")):
+        return
+    if any(table.name.lower() in ctes for ctes in planner._ctes) or planner.catalog.view(table.name) is not None:
+        return
+    bound = planner.catalog.bound_table(table.name)
+    if bound is None or bound.connector.identifier != "filesystem":
+        return
+    raise planner.error(limit, f"LIMIT {n} without ORDER BY directly over the filesystem table {table.name}, read as a "
+                               f"changelog ('format' = '{bound.options.get('format')}'): Flink pushes this limit into "
+                               f"the file reader, which keeps the file's first {n} changes rather than the table's "
+                               "first rows; the job does not reproduce that",
+                        hint="filter the rows first (WHERE …), which Flink does not push the limit past, or give the "
+                             "order: ORDER BY … LIMIT N")
 
 
 HIDDEN_ORDER_KEY = "__order_key"
 
 
 def with_hidden_order_keys(planner, node: exp.Select) -> tuple[exp.Select, int]:
-    """For ``ORDER BY … LIMIT`` on something the select list does not show (``SELECT id
-    … ORDER BY score DESC LIMIT 3``): a copy of ``node`` that also selects those keys,
+    """For ``ORDER BY … LIMIT``, or a sorted stream, on something the select list does not
+    show (``SELECT id … ORDER BY score DESC LIMIT 3``): a copy of ``node`` that also selects those keys,
     last, with the ORDER BY naming them; and how many it added (dropped again after the
     Top-N by :func:`without_hidden_order_keys`)."""
     from job.plan.relation import output_name
 
+    from job.plan.temporal_sort import sorts_stream
+
     order = node.args.get("order")
-    if order is None or node.args.get("limit") is None:
+    if order is None or (node.args.get("limit") is None and not sorts_stream(planner, node)):
         return node, 0
     items = node.expressions
     has_star = any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
@@ -267,7 +283,10 @@ def with_hidden_order_keys(planner, node: exp.Select) -> tuple[exp.Select, int]:
     if node.args.get("distinct"):
         raise planner.error(order, "SELECT DISTINCT … ORDER BY … LIMIT on something the query does not select is "
                                    "not supported yet", hint="add it to the select list")
+    statement_query = planner.is_statement_query(node)
     node = node.copy()
+    if statement_query:
+        planner.planned_as_statement_query(node)
     added = []
     for o in node.args["order"].expressions:
         if hidden(o.this):
@@ -301,29 +320,32 @@ def _order_field(planner, rel: Rel, ordered: exp.Ordered) -> Field:
                         hint="add it to the select list, or order by a selected column's name or position")
 
 
-def _sorted_limit(planner, rel: Rel, order: exp.Order, lower: int, upper: int) -> Rel:
+def _sorted_limit(planner, rel: Rel, order: Optional[exp.Order], lower: int, upper: int) -> Rel:
     from pyspark.sql import functions as F
 
     from job.plan.event_time import without_event_time
+    from job.plan.ordering import sort_keys, written
 
     rel = planner.settle(rel)
-    fields = [_order_field(planner, rel, o) for o in order.expressions]
-    descending = [bool(o.args.get("desc")) for o in order.expressions]
-    for o, d in zip(order.expressions, descending):
-        nulls_first = o.args.get("nulls_first")
-        if nulls_first is not None and bool(nulls_first) != (not d):  # Flink: NULLs first ascending
-            raise planner.error(o, "NULLS FIRST / NULLS LAST against Flink's default order is not supported yet")
-    sort = [SortKey(column=f.col, descending=d, nulls_first=not d) for f, d in zip(fields, descending)]
-    newest_first = fields[-1].time == "proctime" and descending[-1]
-    ranked = engine.rank(planner, without_event_time(planner.signed(rel)), [], [f.col for f in rel.fields], sort,
-                         "row_number", lower, upper, rel.append_only, False, newest_first)
+    df = without_event_time(planner.signed(rel))
+    ordered = order.expressions if order is not None else []
+    fields = [_order_field(planner, rel, o) for o in ordered]
+    sort = sort_keys(planner, ordered, fields)
+    if not sort:
+        # LIMIT alone: every row has the same (constant) sort key, so rows rank in arrival
+        # order, as in Flink's Top-N without a sort key (its streaming LIMIT).
+        df = df.withColumn(ARRIVAL_ORDER, F.lit(0))
+        sort = [SortKey(column=ARRIVAL_ORDER, descending=False, nulls_first=True)]
+    newest_first = bool(fields) and fields[-1].time == "proctime" and bool(ordered[-1].args.get("desc"))
+    ranked = engine.rank(planner, df, [], [f.col for f in rel.fields], sort, "row_number", lower, upper,
+                         rel.append_only, False, newest_first)
     what = f"rows {lower}..{upper}" if lower > 1 else f"the first {upper} rows"
-    def written(o: exp.Ordered) -> str:
-        text = o.this.meta.get("as_written") or planner.current.flink_sql(o.this)
-        return text + (" DESC" if o.args.get("desc") else "")
-
-    step = nodes.engine("rank", "rank", f"keep {what} ordered by {', '.join(written(o) for o in order.expressions)}",
+    how = f"ordered by {written(planner, ordered)}" if ordered else "in arrival order"
+    step = nodes.engine("rank", "rank", f"keep {what} {how}",
                         "engine: rank; stateful; retracts a row when it leaves the range",
                         spec=planner.spec_for("rank"))
     out = ranked.select(*[F.col(f"`{f.col}`") for f in rel.fields], F.col(SIGN))
     return Rel(out, list(rel.fields), False, rel.unique_key, rel.steps + [step], computed=rel.computed)
+
+
+ARRIVAL_ORDER = "__arrival_order"

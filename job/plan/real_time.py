@@ -30,7 +30,7 @@ KAFKA = ("kafka", "upsert-kafka")
 # reduction; event-time operators (windows, interval and temporal joins, watermarks) fire
 # their timers at batch ends, which is not yet checked against Flink's semantics.
 RECORD_BY_RECORD = frozenset({"scan", "filter", "union", "unnest", "normalize", "aggregate", "distinct", "join",
-                              "deduplicate", "rank", "materialize", "sink"})
+                              "deduplicate", "rank", "materialize", "sort", "sink"})
 WHY = {
     "net_changes": "the sink nets each micro-batch's changes per key (a per-batch reduction)",
     "lookup_join": "a lookup join queries its table per micro-batch",

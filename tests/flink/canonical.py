@@ -52,6 +52,14 @@ def row(values) -> tuple:
     return tuple(value(v) for v in values)
 
 
+def sequence(changes) -> list:
+    """An append-only changelog's rows in the order they were emitted (a sorted stream's
+    answer); a changelog with any other kind of change is marked as such."""
+    if any(kind != "+I" for kind, _ in changes):
+        return [("NOT-APPEND-ONLY", sorted({kind for kind, _ in changes}))]
+    return [r for _, r in changes]
+
+
 def final_rows(changes, upsert_key=None) -> list:
     """Apply a changelog [(kind, row)] to an empty multiset; the rows it leaves, sorted.
 

@@ -14,6 +14,7 @@ or generated from a seed) — and cases, each a query over them:
       - name: upper_of_category
         query: SELECT UPPER(cat) FROM orders
         time_zone: Asia/Shanghai                                   # optional table.local-time-zone
+        ordered: true                                              # the rows' order is the answer (a sorted stream)
         known_difference: "why"                                    # an open gap: xfail until fixed
         statements: ["SET 'k' = 'v'", "CREATE VIEW …"]             # optional, before the query
                      # (${UDF_JAR}: the jar of tests/flink/udf/'s functions)
@@ -53,6 +54,7 @@ class Case:
     note: str = ""
     fingerprint: str = ""     # what Flink's answer depends on (see flink_results' cache)
     known_difference: str = ""  # a difference not fixed yet: the case fails once it is gone
+    ordered: bool = False     # an append-only result compared in the order it is emitted
 
     @property
     def id(self) -> str:
@@ -171,7 +173,7 @@ def load_cases(data_root: Path, only: Optional[str] = None) -> list[Case]:
             own = [with_udf_jar(s) for s in item.get("statements", [])]
             case = Case(item["name"], group, item["query"].strip(), statements + own,
                         item.get("time_zone", "UTC"), item.get("note", ""),
-                        known_difference=item.get("known_difference", ""))
+                        known_difference=item.get("known_difference", ""), ordered=bool(item.get("ordered")))
             case.fingerprint = _fingerprint(case, data, str(data_root))
             if only is None or only in case.id:
                 cases.append(case)
@@ -194,7 +196,7 @@ def _fingerprint(case: Case, data: str, root: str) -> str:
     import hashlib
 
     digest = hashlib.sha256()
-    for part in (case.id, case.query, case.time_zone, data, *(s.replace(root, "<data>") for s in case.statements),
+    for part in (case.id, case.query, case.time_zone, str(case.ordered), data, *(s.replace(root, "<data>") for s in case.statements),
                  ORACLE.read_text(), (ORACLE.parent / "canonical.py").read_text(), _FLINK):
         digest.update(part.encode() + b"\0")
     return digest.hexdigest()
@@ -239,7 +241,7 @@ class FlinkRun:
         self.proc = None
         if self.todo:
             spec = {"cases": [{"name": c.id, "statements": c.statements, "query": c.query,
-                               "time_zone": c.time_zone} for c in self.todo]}
+                               "time_zone": c.time_zone, "ordered": c.ordered} for c in self.todo]}
             # Files, not pipes: a pipe nobody reads while the tests run would fill and stop it.
             self.out = tempfile.TemporaryFile("w+b")
             self.err = tempfile.TemporaryFile("w+")
@@ -309,7 +311,8 @@ class Outcome:
 
 
 def run_ours(spark, case: Case, checkpoint: str) -> tuple[Optional[list], Optional[str], Optional[str]]:
-    """(rows, refusal, crash) of the job on a case."""
+    """(rows, refusal, crash) of the job on a case: the final rows, or for an ``ordered``
+    case the rows in the order the job emitted them."""
     from job.api import collect
     from job.errors import PipelineError
 
@@ -323,16 +326,25 @@ def run_ours(spark, case: Case, checkpoint: str) -> tuple[Optional[list], Option
     except Exception as exc:  # noqa: BLE001 - a crash is a finding, reported as such
         return None, None, f"{type(exc).__name__}: {str(exc)[:600]}"
     changes = [(kind, canonical.row(values)) for kind, values in result.changes]
+    if case.ordered:
+        return json.loads(json.dumps(canonical.sequence(changes), default=str)), None, None
     return json.loads(json.dumps(canonical.final_rows(changes), default=str)), None, None
 
 
-def compare(flink: dict, ours: Optional[list], refusal: Optional[str], crash: Optional[str]) -> Outcome:
+def compare(flink: dict, ours: Optional[list], refusal: Optional[str], crash: Optional[str],
+            ordered: bool = False) -> Outcome:
     if "error" in flink:
         return Outcome("flink-rejects", flink["error"])
     if crash is not None:
         return Outcome("error", crash)
     if refusal is not None:
         return Outcome("refused", refusal)
+    if ordered:
+        expected = json.loads(json.dumps(flink["sequence"], default=str))
+        if ours == expected:
+            return Outcome("same")
+        return Outcome("different", f"in order, Flink's rows: {expected[:12]}; ours: {ours[:12]} "
+                                    f"(Flink {len(expected)} rows, ours {len(ours)})")
     expected = json.loads(json.dumps(flink["rows"], default=str))
     if _sorted(ours) == _sorted(expected):
         return Outcome("same")

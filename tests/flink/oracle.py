@@ -102,8 +102,11 @@ def run_case_once(case: dict, cluster_port: int) -> dict:
                 changes.append((r.getKind().shortString(), canonical.row(values)))
         finally:
             rows.close()
-        return {"name": case["name"], "columns": columns, "rows": canonical.final_rows(changes),
-                "changes": len(changes)}
+        result = {"name": case["name"], "columns": columns, "rows": canonical.final_rows(changes),
+                  "changes": len(changes)}
+        if case.get("ordered"):
+            result["sequence"] = canonical.sequence(changes)
+        return result
     except Exception as exc:  # noqa: BLE001 - Flink's own rejection, reported as the case's result
         text = str(exc)
         lines = [l.strip() for l in text.splitlines() if "Exception:" in l or "SQL validation failed" in l]

@@ -24,7 +24,7 @@ def test_same_rows_as_flink(spark, flink_data, flink_results, outcomes, case_id,
     _root, cases = flink_data
     case = cases[case_id]
     rows, refusal, crash = harness.run_ours(spark, case, str(tmp_path / "checkpoint"))
-    outcome = harness.compare(flink_results.result(case_id), rows, refusal, crash)
+    outcome = harness.compare(flink_results.result(case_id), rows, refusal, crash, case.ordered)
     outcomes[case_id] = outcome
     if outcome.status == "refused":
         pytest.skip(f"refused by the job: {outcome.detail}")

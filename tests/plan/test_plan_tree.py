@@ -89,13 +89,15 @@ def test_current_watermark_is_labelled_as_the_engine_it_runs_on(spark):
     ("SELECT o.uid, CAST(u.score AS STRING), '' FROM orders o LEFT JOIN users u ON o.uid = u.uid", "join", "Join"),
     ("SELECT uid, CAST(window_start AS STRING), CAST(id AS STRING) FROM TABLE(SESSION(TABLE orders PARTITION BY uid, "
      "DESCRIPTOR(ts), INTERVAL '1' MINUTE))", "session_windows", "SessionRows"),
+    ("SELECT uid, CAST(id AS STRING), '' FROM orders ORDER BY ts, id", "temporal_sort", "TemporalSort"),
 ])
 def test_each_engine_step_carries_the_spec_it_ran_with(spark, query, kind, spec):
     code, text = explained(statements=[TABLES, f"INSERT INTO out_rows {query}"], explain_format="json")
     assert code == 0, text
     (plan,) = json.loads(text)["queries"]
     (step,) = [s for s in plan["steps"] if s["kind"] == kind]
-    assert step["spec"] == spec and step["state_version"] == nodes.ENGINE_STATE_VERSION
+    assert step["spec"] == spec
+    assert step["state_version"] == nodes.OPERATOR_STATE_VERSIONS.get(step["engine"], nodes.ENGINE_STATE_VERSION)
     assert plan["engine"] == "changelog"
 
 

@@ -31,6 +31,7 @@ import streamsql.engine.spec.SessionRows;
 import streamsql.engine.spec.SortKey;
 import streamsql.engine.spec.Specs;
 import streamsql.engine.spec.TemporalJoin;
+import streamsql.engine.spec.TemporalSort;
 import streamsql.engine.spec.WindowJoin;
 import streamsql.engine.spec.WindowRank;
 
@@ -360,17 +361,34 @@ public final class Engine {
   }
 
   static WindowRankOp windowRankOp(WindowRank s, StructType schema) {
-    int[] sortAt = new int[s.sort().size()];
-    boolean[] descending = new boolean[sortAt.length];
-    boolean[] nullsFirst = new boolean[sortAt.length];
-    for (int i = 0; i < sortAt.length; i++) {
-      SortKey key = s.sort().get(i);
-      sortAt[i] = schema.fieldIndex(key.column());
-      descending[i] = key.descending();
-      nullsFirst[i] = key.nullsFirst();
+    SortOrder order = SortOrder.of(s.sort(), schema);
+    return new WindowRankOp(schema, Schemas.indices(schema, s.row()), order.at(), order.descending(),
+        order.nullsFirst(), schema.fieldIndex(s.time()), s.lower(), s.upper(), s.showRank());
+  }
+
+  /** ORDER BY keys as the operators that sort whole rows read them: column positions and directions. */
+  private record SortOrder(int[] at, boolean[] descending, boolean[] nullsFirst) {
+    static SortOrder of(List<SortKey> keys, StructType schema) {
+      SortOrder order = new SortOrder(new int[keys.size()], new boolean[keys.size()], new boolean[keys.size()]);
+      for (int i = 0; i < keys.size(); i++) {
+        order.at[i] = schema.fieldIndex(keys.get(i).column());
+        order.descending[i] = keys.get(i).descending();
+        order.nullsFirst[i] = keys.get(i).nullsFirst();
+      }
+      return order;
     }
-    return new WindowRankOp(schema, Schemas.indices(schema, s.row()), sortAt, descending, nullsFirst,
-        schema.fieldIndex(s.time()), s.lower(), s.upper(), s.showRank());
+  }
+
+  /** Temporal sort: one group for the whole stream. Output: the row columns, sorted; append-only. */
+  public static Dataset<Row> temporalSort(Dataset<Row> input, String json) {
+    TemporalSort s = Specs.read(json, TemporalSort.class);
+    return timed(input, List.of(), temporalSortOp(s, input.schema()), Schemas.select(input.schema(), s.row()), true);
+  }
+
+  static TemporalSortOp temporalSortOp(TemporalSort s, StructType schema) {
+    SortOrder order = SortOrder.of(s.sort(), schema);
+    return new TemporalSortOp(schema, Schemas.indices(schema, s.row()), schema.fieldIndex(s.time()), order.at(),
+        order.descending(), order.nullsFirst());
   }
 
   /** Window join. Output: left and right columns; append-only. */

@@ -26,12 +26,15 @@ import scala.Tuple2;
  * Output: {@code __sign}, the row's columns, {@code __rnk} (the rank, when the query
  * shows it) and {@code __net} (per partition and rank, or per row).
  *
- * <p>State per partition: every row with its count, sort key and arrival number; an
- * append-only input keeps only the rows within the top N, as a row outside them can never
- * come back. Among equal sort keys the earlier arrival ranks first (the later one when
- * the order is processing time descending). For each partition a batch touches, the
- * ranked rows before and after the batch are compared and the difference is emitted.
- * ROW_NUMBER gives each row its own rank, RANK skips after ties, DENSE_RANK does not.
+ * <p>State per partition: every row with its sort key and the arrival number of each copy
+ * of it; an append-only input keeps only the copies within the top N, as one outside them
+ * can never come back. Among equal sort keys the earlier arrival ranks first (the later
+ * one when the order is processing time descending), copy by copy: a second copy of a row
+ * ranks by its own arrival, as Flink keeps equal rows in a list in arrival order, and a
+ * retraction removes the earliest copy, as Flink's does. For each partition a batch
+ * touches, the ranked rows before and after the batch are compared and the difference is
+ * emitted. ROW_NUMBER gives each row its own rank, RANK skips after ties, DENSE_RANK does
+ * not.
  */
 final class RankOp extends Operator {
   static final int ROW_NUMBER = 0, RANK = 1, DENSE_RANK = 2;
@@ -41,7 +44,7 @@ final class RankOp extends Operator {
   private final int signAt, function;
   private final long lower, upper;
   private final boolean appendOnly, showRank, newestFirst;
-  private transient MapState<Row, Row> rows;  // row -> (count, arrival, sort key ...)
+  private transient MapState<Row, Row> rows;  // row -> (arrival of each copy, ascending; sort key)
   private transient ValueState<Long> arrivals;
 
   RankOp(StructType rowSchema, int[] rowAt, StructType sortSchema, int[] sortAt, boolean[] descending,
@@ -65,24 +68,33 @@ final class RankOp extends Operator {
 
   @Override
   void open() {
-    StructType entry = new StructType().add("n", DataTypes.LongType).add("arrival", DataTypes.LongType)
-        .add("sort", sortSchema);
+    StructType entry = new StructType()
+        .add("arrivals", DataTypes.createArrayType(DataTypes.LongType, false)).add("sort", sortSchema);
     rows = StateVars.map(getHandle(), "rows", Encoders.row(rowSchema), Encoders.row(entry), ttl());
     arrivals = StateVars.value(getHandle(), "arrivals", Encoders.LONG(), ttl());
   }
 
-  /** A row kept in the partition: its count, arrival number and sort key. */
+  /** A row kept in the partition: the arrival number of each copy (ascending) and its sort key. */
   private static final class Kept {
-    long n;
-    final long arrival;
+    final List<Long> arrivals;
     final Row sort;
 
-    Kept(long n, long arrival, Row sort) {
-      this.n = n;
-      this.arrival = arrival;
+    Kept(List<Long> arrivals, Row sort) {
+      this.arrivals = arrivals;
       this.sort = sort;
     }
+
+    static Kept of(Row stored) {
+      return new Kept(new ArrayList<>(stored.getList(0)), stored.getStruct(1));
+    }
+
+    Row stored() {
+      return row(new Object[] {scala.jdk.javaapi.CollectionConverters.asScala(arrivals).toSeq(), sort});
+    }
   }
+
+  /** One copy of a kept row, as it is ranked. */
+  private record Copy(Row row, Row sort, long arrival) {}
 
   @Override
   void forget() {
@@ -96,44 +108,54 @@ final class RankOp extends Operator {
     scala.collection.Iterator<Tuple2<Row, Row>> it = rows.iterator();
     while (it.hasNext()) {
       Tuple2<Row, Row> e = it.next();
-      kept.put(e._1(), new Kept(e._2().getLong(0), e._2().getLong(1), e._2().getStruct(2)));
+      kept.put(e._1(), Kept.of(e._2()));
     }
     Map<Object, Long> before = ranked(kept, null);
     Long counter = arrivals.get();
     long next = counter == null ? 0 : counter;
-    // The batch's changes netted per row first (they arrive in no particular order: a
-    // retraction may come before the row it retracts), in the order rows first appear.
-    Map<Row, Object[]> changes = new LinkedHashMap<>();
+    // Each inserted copy takes the next arrival number in input order; the retractions are
+    // counted per row and applied after (they arrive in no particular order: one may come
+    // before the row it retracts), each removing the row's earliest copy.
+    Map<Row, Row> sortOf = new LinkedHashMap<>();
+    Map<Row, List<Long>> added = new LinkedHashMap<>();
+    Map<Row, Long> retracted = new HashMap<>();
     while (input.hasNext()) {
       Row r = input.next();
-      Object[] change = changes.computeIfAbsent(row(values(r, rowAt)), k -> new Object[] {0L, row(values(r, sortAt))});
-      change[0] = (Long) change[0] + sign(r, signAt);
+      Row value = row(values(r, rowAt));
+      long sign = sign(r, signAt);
+      sortOf.computeIfAbsent(value, k -> row(values(r, sortAt)));
+      for (long copy = 0; copy < sign; copy++) {
+        added.computeIfAbsent(value, k -> new ArrayList<>()).add(++next);
+      }
+      if (sign < 0) {
+        retracted.merge(value, -sign, Long::sum);
+      }
     }
     Set<Row> touched = new HashSet<>();
-    for (Map.Entry<Row, Object[]> c : changes.entrySet()) {
-      Row value = c.getKey();
-      long sign = (Long) c.getValue()[0];
-      if (sign == 0) {
+    for (Row value : sortOf.keySet()) {
+      Kept entry = kept.get(value);
+      List<Long> copies = new ArrayList<>(entry == null ? List.of() : entry.arrivals);
+      copies.addAll(added.getOrDefault(value, List.of()));
+      long remove = Math.min(retracted.getOrDefault(value, 0L), copies.size());
+      copies.subList(0, (int) remove).clear(); // a retraction of a row never kept is dropped
+      if (entry == null && copies.isEmpty()) {
         continue;
       }
-      Kept entry = kept.get(value);
-      if (entry == null) {
-        if (sign < 0) {
-          continue; // a retraction of a row never kept (outside an append-only top N)
-        }
-        kept.put(value, new Kept(sign, ++next, (Row) c.getValue()[1]));
+      if (copies.isEmpty()) {
+        kept.remove(value);
       } else {
-        entry.n += sign;
-        if (entry.n <= 0) {
-          kept.remove(value);
-        }
+        kept.put(value, new Kept(copies, entry == null ? sortOf.get(value) : entry.sort));
       }
       touched.add(value);
     }
-    Set<Row> within = appendOnly ? new HashSet<>() : null;
+    Map<Row, Integer> within = appendOnly ? new HashMap<>() : null;
     Map<Object, Long> after = ranked(kept, within);
-    if (appendOnly) { // nothing is retracted: a row below the top N never returns
-      kept.keySet().retainAll(within);
+    if (appendOnly) { // nothing is retracted: a copy below the top N never returns
+      kept.keySet().retainAll(within.keySet());
+      for (Map.Entry<Row, Kept> e : kept.entrySet()) {
+        List<Long> copies = e.getValue().arrivals;
+        copies.subList(within.get(e.getKey()), copies.size()).clear(); // a row's earliest copies rank first
+      }
     }
     emit(before, after, out);
     for (Row r : touched) {
@@ -147,8 +169,7 @@ final class RankOp extends Operator {
     }
     for (Map.Entry<Row, Kept> e : kept.entrySet()) {
       if (appendOnly || touched.contains(e.getKey())) {
-        Kept k = e.getValue();
-        rows.updateValue(e.getKey(), row(new Object[] {k.n, k.arrival, k.sort}));
+        rows.updateValue(e.getKey(), e.getValue().stored());
       }
     }
     if (kept.isEmpty()) {
@@ -158,53 +179,54 @@ final class RankOp extends Operator {
     }
   }
 
-  private Comparator<Map.Entry<Row, Kept>> order() {
+  private Comparator<Copy> order() {
     List<Comparator<Object>> items = new ArrayList<>();
     for (int i = 0; i < descending.length; i++) {
       items.add(Values.order(descending[i], nullsFirst[i]));
     }
     return (a, b) -> {
-      Row x = a.getValue().sort, y = b.getValue().sort;
       for (int i = 0; i < items.size(); i++) {
-        int c = items.get(i).compare(x.get(i), y.get(i));
+        int c = items.get(i).compare(a.sort().get(i), b.sort().get(i));
         if (c != 0) {
           return c;
         }
       }
-      int c = Long.compare(a.getValue().arrival, b.getValue().arrival);
+      int c = Long.compare(a.arrival(), b.arrival());
       return newestFirst ? -c : c;
     };
   }
 
   /** {row or (row, rank): count} of the rows within the rank range; {@code within}
-   * collects every row ranked up to the range's end. */
-  private Map<Object, Long> ranked(Map<Row, Kept> kept, Set<Row> within) {
-    List<Map.Entry<Row, Kept>> entries = new ArrayList<>(kept.entrySet());
-    entries.sort(order());
+   * counts, per row, its copies ranked up to the range's end. */
+  private Map<Object, Long> ranked(Map<Row, Kept> kept, Map<Row, Integer> within) {
+    List<Copy> copies = new ArrayList<>();
+    for (Map.Entry<Row, Kept> e : kept.entrySet()) {
+      for (long arrival : e.getValue().arrivals) {
+        copies.add(new Copy(e.getKey(), e.getValue().sort, arrival));
+      }
+    }
+    copies.sort(order());
     Map<Object, Long> out = new HashMap<>();
     long position = 0, rank = 0, dense = 0;
     Row previous = null;
-    for (Map.Entry<Row, Kept> e : entries) {
-      for (long copy = 0; copy < e.getValue().n; copy++) {
-        position++;
-        Row sort = e.getValue().sort;
-        if (function == ROW_NUMBER) {
-          rank = position;
-        } else if (previous == null || !sort.equals(previous)) {
-          dense++;
-          rank = function == RANK ? position : dense;
-        }
-        previous = sort;
-        if (rank > upper) {
-          return out;
-        }
-        if (within != null) {
-          within.add(e.getKey());
-        }
-        if (rank >= lower) {
-          Object entry = showRank ? new Tuple2<>(e.getKey(), rank) : e.getKey();
-          out.merge(entry, 1L, Long::sum);
-        }
+    for (Copy copy : copies) {
+      position++;
+      if (function == ROW_NUMBER) {
+        rank = position;
+      } else if (previous == null || !copy.sort().equals(previous)) {
+        dense++;
+        rank = function == RANK ? position : dense;
+      }
+      previous = copy.sort();
+      if (rank > upper) {
+        return out;
+      }
+      if (within != null) {
+        within.merge(copy.row(), 1, Integer::sum);
+      }
+      if (rank >= lower) {
+        Object entry = showRank ? new Tuple2<>(copy.row(), rank) : copy.row();
+        out.merge(entry, 1L, Long::sum);
       }
     }
     return out;

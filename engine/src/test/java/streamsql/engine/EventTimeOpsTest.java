@@ -15,6 +15,7 @@ import streamsql.engine.spec.Over;
 import streamsql.engine.spec.SessionRows;
 import streamsql.engine.spec.SortKey;
 import streamsql.engine.spec.TemporalJoin;
+import streamsql.engine.spec.TemporalSort;
 import streamsql.engine.spec.WindowJoin;
 import streamsql.engine.spec.WindowRank;
 
@@ -61,6 +62,22 @@ class EventTimeOpsTest {
     assertEquals(List.of(r("b", 3, 1L), r("c", 2, 2L)), op.watermark(999));
     assertEquals(0, op.map("rows", r(0L)).size());
     assertNull(op.value("arrivals", r(0L)));
+  }
+
+  @Test
+  void aSortedStreamComesOutInTimeThenKeyThenArrivalOrderAndDropsLateRows() {
+    StructType input = Harness.schema("one INT, name STRING, score INT, __t BIGINT");
+    TemporalSort spec = new TemporalSort(List.of("name", "score"), "__t", List.of(new SortKey("score", true, false)));
+    Harness op = Harness.timed(Engine.temporalSortOp(spec, input));
+    assertEquals(List.of(), op.batch(r(0), r(0, "a", 1, 200L), r(0, "b", 1, 100L), r(0, "c", 5, 200L),
+        r(0, "d", null, 200L), r(0, "e", 1, 200L), r(0, "f", 7, 300L)));
+    // Time first; at 200 the score descending (NULL last), equal scores in arrival order.
+    assertEquals(List.of(r("b", 1), r("c", 5), r("a", 1), r("e", 1), r("d", null)), op.watermark(250));
+    assertEquals(1, op.map("pending", r(0)).size(), "the row the watermark has not passed waits");
+    // 200 was emitted: a row at it is late; one after it is not.
+    assertEquals(List.of(), op.batch(r(0), r(0, "late", 9, 200L), r(0, "g", 2, 260L)));
+    assertEquals(List.of(r("g", 2), r("f", 7)), op.watermark(400));
+    assertEquals(0, op.map("pending", r(0)).size());
   }
 
   @Test

@@ -41,4 +41,28 @@ class RankOpTest {
             r(1, "b", 20L, 2L, "+U"), r(1, "a", 10L, 3L, "+U")),
         sorted(op.batch(r(2), r(2, "c", 30L, 1))));
   }
+
+  @Test
+  void eachCopyOfAnEqualRowRanksByItsOwnArrival() {
+    // LIMIT 2 without a sort key: every row sorts equal, so arrival decides, copy by copy.
+    Rank spec = new Rank(List.of("p"), List.of("name"), List.of(new SortKey("k", false, true)), "row_number", 1, 2,
+        true, false, false, 0);
+    Harness op = Harness.of(Engine.rankOp(spec, Harness.schema("p INT, name STRING, k INT, __sign INT")));
+    assertEquals(sorted(r(1, "s2", null, "+U"), r(1, "s1", null, "+U")),
+        sorted(op.batch(r(1), r(1, "s2", 0, 1), r(1, "s1", 0, 1), r(1, "s2", 0, 1))));
+    assertEquals(List.of(), op.batch(r(1), r(1, "s2", 0, 1)), "a later copy of s2 ranks after s1");
+    assertEquals(2, op.map("rows", r(1)).size(), "an append-only input keeps only the copies within the top 2");
+  }
+
+  @Test
+  void aRetractionRemovesTheEarliestCopyOfARow() {
+    Rank spec = new Rank(List.of("p"), List.of("name"), List.of(new SortKey("k", false, true)), "row_number", 1, 2,
+        false, false, false, 0);
+    Harness op = Harness.of(Engine.rankOp(spec, Harness.schema("p INT, name STRING, k INT, __sign INT")));
+    op.batch(r(1), r(1, "a", 0, 1), r(1, "b", 0, 1), r(1, "a", 0, 1));
+    // The first a leaves: b ranks first, the second a (arrived after b) second; nothing changes.
+    assertEquals(List.of(), op.batch(r(1), r(1, "a", 0, -1)));
+    // b leaves: a alone.
+    assertEquals(List.of(r(-1, "b", null, "-D")), op.batch(r(1), r(1, "b", 0, -1)));
+  }
 }

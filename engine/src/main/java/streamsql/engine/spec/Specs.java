@@ -28,7 +28,7 @@ public final class Specs {
   /** The operators' records, the expressions', then the records they are made of (as specs.py lists them). */
   public static final List<Class<? extends Record>> OPERATORS = List.of(Normalize.class, Aggregate.class, Join.class,
       Materialize.class, NetChanges.class, Rank.class, CurrentWatermark.class, Over.class, TemporalJoin.class,
-      LookupJoin.class, WindowRank.class, WindowJoin.class, SessionRows.class, NumberRows.class);
+      LookupJoin.class, WindowRank.class, WindowJoin.class, SessionRows.class, NumberRows.class, TemporalSort.class);
   /** What the engine's column expressions read (not operators). */
   public static final List<Class<? extends Record>> EXPRESSIONS = List.of(JsonDecoding.class, ScalarFunction.class);
   /** What the engine answers the planner and the run (job/changelog/replies.py), not specs it reads. */
