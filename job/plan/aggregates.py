@@ -36,7 +36,7 @@ def plan_aggregate(planner, rel: Rel, node: exp.Select) -> Rel:
         window = windows.group_window(planner, group)
         if window is not None:
             return windows.plan_group_window(planner, rel, node, window)
-        if rel.rowtime is not None and windows.groups_by_window_columns(rel, group):
+        if (rel.rowtime is not None or rel.proctime is not None) and windows.groups_by_window_columns(rel, group):
             return windows.plan_window_aggregate(planner, rel, node)
     return group_aggregate(planner, rel, node)
 

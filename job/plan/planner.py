@@ -52,6 +52,9 @@ class Planner:
         self._queries: list[Query] = []     # the query (or view) being planned, innermost last
         self._root: Optional[Query] = None
         self._statement_copy: Optional[exp.Select] = None
+        # False: the tables are read without their WATERMARK, for processing-time windows
+        # (job.plan.processing_time).
+        self.table_watermarks = True
         self._ctes: list[dict] = []
         # The longest event-time span an operator waits for (window size, session gap,
         # interval bound): what the end of a bounded input must advance time by. None:
@@ -89,6 +92,10 @@ class Planner:
                    for call in q.tree.find_all(exp.Anonymous))
 
     def waits_for(self, span_ms: int) -> None:
+        if not self.table_watermarks:
+            from job.plan.processing_time import refuse_event_time
+
+            refuse_event_time(self)
         self.event_time_span_ms = max(self.event_time_span_ms or 0, span_ms)
 
     # ------------------------------------------------------------------ helpers

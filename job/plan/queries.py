@@ -97,9 +97,18 @@ def plan_query(spark, catalog, conf, query, checkpoint: str, *, tables=(), once:
     from job.connectors.registry import waiting_tables
     from job.plan.sources import QuerySources
 
-    reading = QuerySources(spark, checkpoint, once, offline, waiting_tables=waiting_tables(tables), real_time=real_time)
-    planner = new_planner(spark, catalog, conf, reading.open)
-    return planner, planner.plan(query), reading
+    from job.plan.processing_time import PlanAgain
+
+    for table_watermarks in (True, False):
+        reading = QuerySources(spark, checkpoint, once, offline, waiting_tables=waiting_tables(tables),
+                               real_time=real_time, table_watermarks=table_watermarks)
+        planner = new_planner(spark, catalog, conf, reading.open)
+        planner.table_watermarks = table_watermarks
+        try:
+            return planner, planner.plan(query), reading
+        except PlanAgain:  # a window on processing time: without the tables' watermarks
+            continue
+    raise AssertionError("planned without the tables' watermarks and asked for that again")
 
 
 def closing(planner, reading):

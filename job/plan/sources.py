@@ -37,8 +37,9 @@ def policy_of(options) -> str:
 def open_source(spark, bound: BoundTable, *, once: bool, offline: bool = False,
                 opened: Optional[OpenedSources] = None, checkpoint: Optional[str] = None,
                 end_of_input=None, ordered: bool = True, waiting_tables: int = 1,
-                real_time: bool = False) -> SourceStream:
-    """The stream of ``bound`` (a table bound for reading, the catalog's)."""
+                real_time: bool = False, watermark: bool = True) -> SourceStream:
+    """The stream of ``bound`` (a table bound for reading, the catalog's); ``watermark``:
+    with the table's WATERMARK (job.plan.processing_time reads without)."""
     from pyspark.sql import functions as F
 
     table = bound.table
@@ -80,7 +81,7 @@ def open_source(spark, bound: BoundTable, *, once: bool, offline: bool = False,
         # a Debezium delete: it carries nothing for the table.
         df = df.filter(F.col("__kind").isNotNull())
     df = df.drop("__error", "__raw", "__position")
-    if table.watermark is not None and stream.mode == APPEND:
+    if watermark and table.watermark is not None and stream.mode == APPEND:
         from job.plan.end_of_input import with_marker
 
         # With the end-of-input marker stream (job.plan.end_of_input): --once closes every window.
@@ -103,8 +104,10 @@ class QuerySources:
     end_of_input: EndOfInput = field(default_factory=EndOfInput)
     waiting_tables: int = 1  # of the query's tables, how many wait for records (registry.waiting_tables)
     real_time: bool = False  # the query starts in real-time mode (job.plan.real_time)
+    table_watermarks: bool = True  # False: without the tables' WATERMARKs (job.plan.processing_time)
 
     def open(self, table, ordered: bool = True):
         return open_source(self.spark, table, once=self.once, offline=self.offline, opened=self.opened,
                            checkpoint=self.checkpoint, end_of_input=self.end_of_input, ordered=ordered,
-                           waiting_tables=self.waiting_tables, real_time=self.real_time)
+                           waiting_tables=self.waiting_tables, real_time=self.real_time,
+                           watermark=self.table_watermarks)

@@ -17,7 +17,7 @@ from typing import Optional
 
 from sqlglot import exp
 
-from job.plan import grouping_sets, nodes
+from job.plan import grouping_sets, nodes, processing_time
 from job.plan.event_time import waits
 from job.plan.relation import Field, Rel, flink_key
 from job.plan.window_zone import shown_columns, window_zone
@@ -55,12 +55,16 @@ def plan_group_window(planner, rel: Rel, node: exp.Select, call: exp.Anonymous) 
     if not isinstance(time_node, exp.Column):
         raise planner.error(time_node, f"the first argument of {kind} must be a time attribute column")
     time_field, _ = planner.translator(rel, kind).scope.resolve_column(time_node)
-    if time_field.time != "rowtime":
+    if time_field.time == "proctime" and kind != "SESSION":
+        rel = processing_time.watermarked(planner, rel, time_field)
+    elif time_field.time != "rowtime":
         raise planner.error(time_node, f"'{time_field.name}' is not an event-time attribute: declare WATERMARK FOR "
                                        f"{time_field.name} AS … on its table"
-                            + (" (windows on PROCTIME() are not supported yet)" if time_field.time == "proctime" else ""))
+                            + (" (SESSION windows on PROCTIME() are not supported yet)" if time_field.time == "proctime"
+                               else ""))
     tr = planner.translator(rel, kind)
-    window = Window(kind, time_node, node=call, zone=window_zone(planner, time_field))
+    window = Window(kind, time_node, node=call, zone=window_zone(planner, time_field),
+                    processing_time=time_field.time == "proctime")
     values = [interval_millis(tr, p) for p in call.expressions[1:]]
     if kind == "TUMBLE":
         window.size_ms = values[0]
@@ -73,15 +77,20 @@ def plan_group_window(planner, rel: Rel, node: exp.Select, call: exp.Anonymous) 
         window.partition = tuple(k for k in keys if isinstance(k, exp.Column))
     # TUMBLE_START(ts, …) and friends in the select list read the window's columns.
     window_fields = {name: Field(name, None, planner.fresh(), window_column_type(name, time_field),
-                                 "rowtime" if name == "window_time" else None) for name in WINDOW_COLUMNS}
+                                 time_field.time if name == "window_time" else None) for name in WINDOW_COLUMNS}
+    # TUMBLE_ROWTIME on an event-time window, TUMBLE_PROCTIME on a processing-time one (as in
+    # Flink, the other is refused): the window's time attribute.
+    parts = dict(LEGACY_PARTS, **({"_ROWTIME": None, "_PROCTIME": "window_time"} if window.processing_time else {}))
     replacements = {}
     for item in list(node.expressions) + ([node.args["having"]] if node.args.get("having") else []):
         for f in item.find_all(exp.Anonymous):
             name = f.name.upper()
-            if name.startswith(kind + "_") and name[len(kind):] in LEGACY_PARTS:
-                part = LEGACY_PARTS[name[len(kind):]]
+            if name.startswith(kind + "_") and name[len(kind):] in parts:
+                part = parts[name[len(kind):]]
                 if part is None:
-                    raise planner.error(f, f"{name} is not supported (processing-time windows are not supported yet)")
+                    other = "an event-time" if window.processing_time else "a processing-time"
+                    raise planner.error(f, f"{name} is for {other} window; this one is on "
+                                           f"{'processing' if window.processing_time else 'event'} time")
                 source = window_fields[part]
                 replacements[flink_key(f)] = Typed(f"`{source.col}`", source.type)
     return window_aggregate(planner, rel, node, window, keys, window_fields, replacements)
@@ -127,7 +136,8 @@ def window_aggregate(planner, rel: Rel, node: exp.Select, window: Window, keys: 
     if not rel.append_only:
         raise planner.error(node, "a window aggregation needs an append-only input, but this query's input has "
                                   "updates and deletes")
-    waits(planner, max(window.size_ms, window.gap_ms))
+    if not window.processing_time:
+        waits(planner, max(window.size_ms, window.gap_ms))
     tr = planner.translator(rel, "GROUP BY")
     time_field, _ = tr.scope.resolve_column(window.time)
     key_values = [tr.expr(k) for k in keys]
@@ -215,8 +225,9 @@ def window_aggregate(planner, rel: Rel, node: exp.Select, window: Window, keys: 
     agg_rel = Rel(df.select(*selected), out_fields, True,
                   steps=rel.steps + [nodes.spark("window_aggregate", f"{window.kind.lower()} window aggregation on "
                                                  f"{planner.current.flink_sql(window.time)}",
-                                                 "Spark's windowed aggregation; a window is emitted once the watermark "
-                                                 "passes its end", stateful=True)])
+                                                 "Spark's windowed aggregation; a window is emitted once the " +
+                                                 ("processing time (the micro-batch's)" if window.processing_time
+                                                  else "watermark") + " passes its end", stateful=True)])
     if node.args.get("having"):
         agg_rel = planner.filter(agg_rel, node.args["having"].this, "HAVING", replaced)
     return planner.project(agg_rel, node.expressions, replaced)

@@ -21,7 +21,7 @@ from typing import Optional
 
 from sqlglot import exp
 
-from job.plan import nodes
+from job.plan import nodes, processing_time
 from job.plan.event_time import waits
 from job.plan.relation import Field, Rel
 from job.plan.window_zone import instant_struct, local_columns, local_time, shown_columns, window_zone
@@ -55,6 +55,7 @@ class Window:
     # The session's zone when the time attribute is a TIMESTAMP_LTZ: windows align to its
     # wall clock (job.plan.window_zone); None: to UTC.
     zone: Optional[str] = None
+    processing_time: bool = False  # on a PROCTIME() attribute (job.plan.processing_time)
 
 
 def spark_duration(ms: int) -> str:
@@ -101,12 +102,19 @@ def plan_window_tvf(planner, node: WindowTVF) -> Rel:
         raise planner.error(node, "the time column of a window function is given as DESCRIPTOR(column)")
     time_node = descriptor.expressions[0]
     time_field, _ = planner.translator(rel, "DESCRIPTOR").scope.resolve_column(time_node)
-    if time_field.time != "rowtime":
-        if time_field.time == "proctime":
-            raise planner.error(time_node, "windows on processing time (PROCTIME()) are not supported yet")
+    if time_field.time not in ("rowtime", "proctime"):
         raise planner.error(time_node, f"'{time_field.name}' is not a time attribute: declare WATERMARK FOR "
                                        f"{time_field.name} AS … on its table")
-    window = Window(node.this, time_node, node=node, zone=window_zone(planner, time_field))
+    if time_field.time == "proctime":
+        if node.this == "SESSION":
+            raise planner.error(time_node, "SESSION windows on processing time (PROCTIME()) are not supported yet")
+        if not _aggregated_by_window(node):
+            raise planner.error(node, "the rows of a window table function on processing time (PROCTIME()) are "
+                                      "supported only in a window aggregation (GROUP BY window_start, window_end) "
+                                      "yet")
+        rel = processing_time.watermarked(planner, rel, time_field)
+    window = Window(node.this, time_node, node=node, zone=window_zone(planner, time_field),
+                    processing_time=time_field.time == "proctime")
     if node.this in ("TUMBLE", "HOP", "CUMULATE"):
         window.size_ms = interval_millis(planner.translator(rel, node.this), args["SIZE"])
     if node.this == "HOP":
@@ -122,7 +130,7 @@ def plan_window_tvf(planner, node: WindowTVF) -> Rel:
     alias = node.alias or None
     for name in WINDOW_COLUMNS:
         fields.append(Field(name, alias, planner.fresh(), window_column_type(name, time_field),
-                            "rowtime" if name == "window_time" else None))
+                            time_field.time if name == "window_time" else None))
     fields = [f.requalified(alias) if alias else f for f in fields]
     window_fields = {f.name: f for f in fields[-3:]}
     if node.this == "SESSION" and _aggregated_by_window(node):
@@ -206,7 +214,8 @@ def assign_windows(planner, rel: Rel, window: Window, time_field: Field, window_
     from pyspark.sql import functions as F
 
     window.struct_col = planner.fresh("_w")
-    waits(planner, window.size_ms)  # whatever reads the windows may wait for their end
+    if not window.processing_time:
+        waits(planner, window.size_ms)  # whatever reads the windows may wait for their end
     time_sql = f"`{time_field.col}`"
     if window.zone:  # the windows of the zone's wall clock (job.plan.window_zone)
         time_sql = local_time(time_sql, window.zone)

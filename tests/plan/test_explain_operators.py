@@ -1,7 +1,7 @@
 """--dry-run / --explain name the operator every part of a query runs on — the engine's
 stateful operators (join, aggregate, rank, over, temporalJoin …), Spark's own (windowed
 aggregation, stream-stream join, explode) or a stateless step — for every feature; and
-what runs on processing time is refused by name (Nexmark q12, q13)."""
+what does not run on processing time yet is refused by name (Nexmark q13)."""
 from __future__ import annotations
 
 import pytest
@@ -80,6 +80,12 @@ TUMBLE = "TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE))"
     # ORDER BY … LIMIT, scalar subqueries, joins without an equality
     ("SELECT uid, CAST(amount AS STRING), '' FROM orders ORDER BY amount DESC LIMIT 3 OFFSET 1",
      ["keep rows 2..4 ordered by amount DESC [engine: rank;"]),
+    # Nexmark q12: a window on a PROCTIME() attribute a view computes
+    ("SELECT uid, CAST(window_start AS STRING), CAST(COUNT(*) AS STRING) FROM TABLE(TUMBLE(TABLE timed, "
+     "DESCRIPTOR(pt), INTERVAL '10' SECOND)) GROUP BY uid, window_start, window_end",
+     ["tumble window aggregation on pt [Spark's windowed aggregation; a window is emitted once the processing time"]),
+    ("SELECT uid, CAST(TUMBLE_END(p, INTERVAL '10' SECOND) AS STRING), CAST(COUNT(*) AS STRING) FROM orders "
+     "GROUP BY uid, TUMBLE(p, INTERVAL '10' SECOND)", ["tumble window aggregation on p [Spark's windowed aggregation"]),
     ("SELECT uid, '', '' FROM orders LIMIT 3", ["keep the first 3 rows in arrival order [engine: rank;"]),
     ("SELECT uid, CAST(score AS STRING), '' FROM users WHERE score > 0 LIMIT 2 OFFSET 1",
      ["keep rows 2..3 in arrival order [engine: rank;"]),
@@ -111,10 +117,17 @@ def test_every_feature_names_its_operator(spark, query, operators):
 
 
 @pytest.mark.parametrize("query, at, message", [
-    # Nexmark q12: a window on a PROCTIME() attribute a view computes
-    ("SELECT uid, CAST(window_start AS STRING), CAST(COUNT(*) AS STRING) FROM TABLE(TUMBLE(TABLE timed, "
+    ("SELECT uid, CAST(window_start AS STRING), '' FROM TABLE(SESSION(TABLE timed PARTITION BY uid, "
      "DESCRIPTOR(pt), INTERVAL '10' SECOND)) GROUP BY uid, window_start, window_end", "pt)",
-     "windows on processing time (PROCTIME()) are not supported yet"),
+     "SESSION windows on processing time (PROCTIME()) are not supported yet"),
+    ("SELECT uid, CAST(window_start AS STRING), '' FROM TABLE(TUMBLE(TABLE timed, DESCRIPTOR(pt), "
+     "INTERVAL '10' SECOND))", "TABLE(TUMBLE(TABLE timed",
+     "the rows of a window table function on processing time (PROCTIME()) are supported only in a window "
+     "aggregation"),
+    ("SELECT uid, CAST(COUNT(*) AS STRING), '' FROM TABLE(TUMBLE(TABLE timed, DESCRIPTOR(pt), INTERVAL '10' SECOND)) "
+     "GROUP BY uid, window_start, window_end UNION ALL SELECT uid, CAST(COUNT(*) AS STRING), '' FROM "
+     "TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY uid, window_start, window_end",
+     "SELECT uid", "a query with a window on processing time (PROCTIME()) cannot also have event-time operators"),
     # Nexmark q13: a processing-time temporal join against a table that cannot be looked up
     ("SELECT B.uid, CAST(S.rate AS STRING), '' FROM (SELECT *, PROCTIME() AS p_time FROM orders) B "
      "JOIN rates FOR SYSTEM_TIME AS OF B.p_time AS S ON B.uid = S.currency", "B.p_time AS S",
