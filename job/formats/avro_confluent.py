@@ -94,9 +94,9 @@ def _subject(options) -> Optional[str]:
     return options.get("subject") or options.get("schema-registry.subject")
 
 
-def _on_kafka(options) -> None:
+def _on_kafka(options, connectors: str = "the 'kafka' and 'upsert-kafka' connectors") -> None:
     if TABLE not in options:  # the kafka connectors add it; the filesystem connector does not
-        raise PipelineError(f"format '{_name(options)}' runs on the 'kafka' and 'upsert-kafka' connectors only "
+        raise PipelineError(f"format '{_name(options)}' runs on {connectors} only "
                             "(Flink's filesystem use of it is not supported)")
 
 

@@ -39,7 +39,7 @@ def final_rows(changes) -> Counter:
     return +rows
 
 
-def test_options_honoured_or_refused_by_name(tmp_path):
+def test_options_honoured_or_refused_by_name(spark, tmp_path):
     def bind(extra="", connector="kafka", url="http://127.0.0.1:1"):
         catalog, _, _ = declare(load_statements(args=[ddl("t", "x", "127.0.0.1:1", url, extra=extra,
                                                           connector=connector)]).statements)
@@ -69,6 +69,11 @@ def test_options_honoured_or_refused_by_name(tmp_path):
                                                           "k STRING, n BIGINT, PRIMARY KEY (k) NOT ENFORCED",
                                                           connector="upsert-kafka")]).statements)
         catalog.bound_table("t", "source")
+
+    files = (f"CREATE TABLE t (k STRING, n BIGINT) WITH ('connector' = 'filesystem', 'path' = '{tmp_path}', "
+             f"'format' = '{FMT}', '{FMT}.url' = 'http://127.0.0.1:1')")
+    with pytest.raises(PipelineError, match="format 'debezium-avro-confluent' runs on the 'kafka' connector only"):
+        collect([files], "SELECT * FROM t", spark=spark, checkpoint_dir=str(tmp_path / "ck"))
 
     # A dry run contacts no registry: an updating query into such a table is planned, while
     # one into a 'json' table is refused as Flink refuses it.
