@@ -14,6 +14,7 @@ from collections import Counter
 import pytest
 
 from job.api import RunOptions, collect, run
+from job.connectors.base import SinkContext
 from job.errors import PipelineError
 from job.pipeline.load import load_statements
 from job.plan.program import declare
@@ -119,10 +120,11 @@ def test_debezium_events_through_an_updating_aggregation_and_back(spark, tmp_pat
     a delete and its tombstone) feed a GROUP BY; a record of an unknown schema id and an
     update without 'before' go through 'on-error' with their offsets. The job writes the
     aggregation's changes to a debezium-avro-confluent topic and reads them back: the same
-    rows, written as Flink writes them (only 'c' and 'd' events)."""
-    from confluent_kafka import Consumer, Producer
+    rows, written as Flink writes them (only 'c' and 'd' events, a group's delete before
+    its new row); an append-only result is written as 'c' events."""
+    from confluent_kafka import Producer
     from confluent_kafka.schema_registry import SchemaRegistryClient
-    from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+    from confluent_kafka.schema_registry.avro import AvroSerializer
     from confluent_kafka.serialization import MessageField, SerializationContext
 
     from tests.support.services import ensure_kafka
@@ -175,17 +177,51 @@ def test_debezium_events_through_an_updating_aggregation_and_back(spark, tmp_pat
             == expected
         assert f"{out}-value" in server.registry.subjects
 
-        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex,
-                             "auto.offset.reset": "earliest"})
-        consumer.subscribe([out])
-        deserialize = AvroDeserializer(client)
-        events = []
-        while (message := consumer.poll(10)) is not None:
-            events.append(deserialize(message.value(), SerializationContext(out, MessageField.VALUE)))
-        consumer.close()
+        events = topic_events(bootstrap, client, out)
+
+        # An append-only result is written as 'c' events.
+        plain = f"dac-plain-{uuid.uuid4().hex[:8]}"
+        catalog, _, _ = declare(load_statements(args=[ddl("p", plain, bootstrap, server.url)]).statements)
+        bound = catalog.bound_table("p", "sink")
+        bound.connector.create_sink(SinkContext(spark, bound.table, bound.options, str(tmp_path / "c5"))) \
+            .write_append(spark.createDataFrame([("x", 1), ("y", None)], "k string, n bigint"), 0)
+        assert [e["op"] for e in topic_events(bootstrap, client, plain)] == ["c", "c"]
+        assert sorted(collect([ddl("p", plain, bootstrap, server.url, extra=", 'scan.startup.mode' = 'earliest-offset'")],
+                              "SELECT * FROM p", spark=spark, checkpoint_dir=str(tmp_path / "c6")).rows,
+                      key=str) == [("x", 1), ("y", None)]
     ops = Counter(e["op"] for e in events)
     assert set(ops) == {"c", "d"} and ops["d"] >= 1
     assert all((e["before"] is None) == (e["op"] == "c") and (e["after"] is None) == (e["op"] == "d") for e in events)
+    # Each group's delete comes before its new row, as Flink writes -U before +U: a reader
+    # that keys the events by group (a delete removes the group) ends with the same rows.
+    groups = {}
+    for e in events:
+        if e["op"] == "c":
+            groups[e["after"]["k"]] = tuple(e["after"].values())
+        else:
+            del groups[e["before"]["k"]]
+    assert sorted(groups.values()) == expected
+
+
+def topic_events(bootstrap, client, topic) -> list[dict]:
+    """The Debezium events of a one-partition topic, in offset order, as confluent-kafka's
+    AvroDeserializer reads them."""
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.schema_registry.avro import AvroDeserializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex})
+    try:
+        _low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        deserialize, events = AvroDeserializer(client), []
+        while len(events) < high:
+            message = consumer.poll(30)
+            assert message is not None and message.error() is None, message and message.error()
+            events.append(deserialize(message.value(), SerializationContext(topic, MessageField.VALUE)))
+        return events
+    finally:
+        consumer.close()
 
 
 @pytest.mark.slow
