@@ -67,6 +67,7 @@ def registry_options(auto_register: bool = True) -> tuple[Option, ...]:
 
 OPTIONS = registry_options()
 
+
 class RegistryError(PipelineError):
     """The schema registry could not be reached or refused a request."""
 
@@ -94,7 +95,7 @@ def _subject(options) -> Optional[str]:
     return options.get("subject") or options.get("schema-registry.subject")
 
 
-def _on_kafka(options, connectors: str = "the 'kafka' and 'upsert-kafka' connectors") -> None:
+def on_kafka(options, connectors: str = "the 'kafka' and 'upsert-kafka' connectors") -> None:
     if TABLE not in options:  # the kafka connectors add it; the filesystem connector does not
         raise PipelineError(f"format '{_name(options)}' runs on {connectors} only "
                             "(Flink's filesystem use of it is not supported)")
@@ -265,7 +266,7 @@ def header(options, schema_text: str) -> bytes:
 
 
 def decode(value, schema, options) -> Decoded:
-    _on_kafka(options)
+    on_kafka(options)
     check([(f.name, avro._logical(f)) for f in schema.fields], options)
     parsed, error = parsed_datum(value, registered_schema(schema), options)
     return Decoded(avro.to_table(parsed, schema), error)
@@ -277,7 +278,7 @@ def encode(row, options, schema=None):
 
     if schema is None:
         raise avro.AvroTypeError("the 'avro-confluent' format needs the table's column types to write records")
-    _on_kafka(options)
+    on_kafka(options)
     check([(f.name, avro._logical(f)) for f in schema.fields], options)
     datum = to_avro(avro.to_avro_row(row, schema, {}), registered_schema(schema))
     return F.concat(F.lit(header(options, registered_schema(schema))), datum)

@@ -72,7 +72,7 @@ def decode(value, schema, options) -> Decoded:
     from pyspark.sql import functions as F
 
     options = _named(options)
-    avro_confluent._on_kafka(options, "the 'kafka' connector")
+    avro_confluent.on_kafka(options, "the 'kafka' connector")
     check(_fields(schema), options)
     data = value.cast("binary")
     # Flink skips a null or empty value (a tombstone that follows a delete).
@@ -99,7 +99,7 @@ def encode(row, options, schema=None):
     if schema is None:
         raise avro.AvroTypeError(f"the '{NAME}' format needs the table's column types to write records")
     options = _named(options)
-    avro_confluent._on_kafka(options, "the 'kafka' connector")
+    avro_confluent.on_kafka(options, "the 'kafka' connector")
     check(_fields(schema), options)
     change = F.struct(*[F.when(row[side].isNotNull(), avro.to_avro_row(row[side], schema, {})).alias(side)
                         for side in ("before", "after")], row["op"].alias("op"))

@@ -81,7 +81,8 @@ def test_options_honoured_or_refused_by_name(spark, tmp_path):
     def dry_run(sink_format):
         sink = ddl("b", "y", "127.0.0.1:1", "http://127.0.0.1:1")
         if sink_format != FMT:
-            sink = sink.replace(f"'format' = '{FMT}', '{FMT}.url' = 'http://127.0.0.1:1'", f"'format' = '{sink_format}'")
+            sink = sink.replace(f"'format' = '{FMT}', '{FMT}.url' = 'http://127.0.0.1:1'",
+                                f"'format' = '{sink_format}'")
         statements = ";\n".join([ddl("a", "x", "127.0.0.1:1", "http://127.0.0.1:1"), sink,
                                  "INSERT INTO b SELECT k, COUNT(*) FROM a GROUP BY k"])
         err = io.StringIO()
@@ -186,9 +187,10 @@ def test_debezium_events_through_an_updating_aggregation_and_back(spark, tmp_pat
         bound.connector.create_sink(SinkContext(spark, bound.table, bound.options, str(tmp_path / "c5"))) \
             .write_append(spark.createDataFrame([("x", 1), ("y", None)], "k string, n bigint"), 0)
         assert [e["op"] for e in topic_events(bootstrap, client, plain)] == ["c", "c"]
-        assert sorted(collect([ddl("p", plain, bootstrap, server.url, extra=", 'scan.startup.mode' = 'earliest-offset'")],
-                              "SELECT * FROM p", spark=spark, checkpoint_dir=str(tmp_path / "c6")).rows,
-                      key=str) == [("x", 1), ("y", None)]
+        earliest = ", 'scan.startup.mode' = 'earliest-offset'"
+        assert sorted(collect([ddl("p", plain, bootstrap, server.url, extra=earliest)], "SELECT * FROM p",
+                              spark=spark, checkpoint_dir=str(tmp_path / "c6")).rows, key=str) \
+            == [("x", 1), ("y", None)]
     ops = Counter(e["op"] for e in events)
     assert set(ops) == {"c", "d"} and ops["d"] >= 1
     assert all((e["before"] is None) == (e["op"] == "c") and (e["after"] is None) == (e["op"] == "d") for e in events)
