@@ -78,20 +78,24 @@ def test_options_honoured_or_refused_by_name(spark, tmp_path):
 
     # A dry run contacts no registry: an updating query into such a table is planned, while
     # one into a 'json' table is refused as Flink refuses it.
+    # The plan shows the registry's URL without the password it carries.
     def dry_run(sink_format):
-        sink = ddl("b", "y", "127.0.0.1:1", "http://127.0.0.1:1")
+        url = "http://reader:s3cr3t@127.0.0.1:1"
+        sink = ddl("b", "y", "127.0.0.1:1", url)
         if sink_format != FMT:
-            sink = sink.replace(f"'format' = '{FMT}', '{FMT}.url' = 'http://127.0.0.1:1'",
-                                f"'format' = '{sink_format}'")
-        statements = ";\n".join([ddl("a", "x", "127.0.0.1:1", "http://127.0.0.1:1"), sink,
+            sink = sink.replace(f"'format' = '{FMT}', '{FMT}.url' = '{url}'", f"'format' = '{sink_format}'")
+        statements = ";\n".join([ddl("a", "x", "127.0.0.1:1", url), sink,
                                  "INSERT INTO b SELECT k, COUNT(*) FROM a GROUP BY k"])
-        err = io.StringIO()
-        return run(RunOptions(statements=[statements], dry_run=True), out=io.StringIO(), err=err), err.getvalue()
+        out, err = io.StringIO(), io.StringIO()
+        code = run(RunOptions(statements=[statements], dry_run=True, explain=True), out=out, err=err)
+        return code, out.getvalue() + err.getvalue()
 
-    code, err = dry_run(FMT)
-    assert code == 0, err
-    code, err = dry_run("json")
-    assert code != 0 and "doesn't support consuming update and delete changes" in err
+    code, text = dry_run(FMT)
+    assert code == 0, text
+    assert "write every change as it comes" in text and "http://reader:****@127.0.0.1:1" in text
+    assert "s3cr3t" not in text
+    code, text = dry_run("json")
+    assert code != 0 and "doesn't support consuming update and delete changes" in text
 
 
 # Debezium's own envelope, as its Avro converter registers it: other record names than
