@@ -128,8 +128,9 @@ def format_roles(f: Format) -> str:
     roles = []
     if f.decode is not None or f.file_format:
         roles.append("read")
-    # Sinks write rows; a changelog format's envelope is only ever read.
-    if (f.encode is not None or f.file_format) and not f.changelog:
+    # Sinks write rows; a changelog format's envelope is written only by a format that
+    # writes changes (debezium-avro-confluent), every other one's is only ever read.
+    if (f.encode is not None or f.file_format) and (not f.changelog or f.writes_changes):
         roles.append("write")
     return ", ".join(roles)
 
@@ -155,9 +156,10 @@ def render(connectors: Sequence[Connector], formats: Sequence[Format]) -> str:
                    c.description + (" Needs a PRIMARY KEY." if c.requires_primary_key else ""))
                   for c in connectors))
     out += ["",
-            "A table whose format is a changelog format (`debezium-json`) is read as a changelog "
-            "(+I/-U/+U/-D) whatever its connector and whether or not it declares a PRIMARY KEY; "
-            "`SET 'table.exec.source.cdc-events-duplicate' = 'true'` normalizes a keyed one by its key.",
+            "A table whose format is a changelog format (`debezium-json`, `debezium-avro-confluent`) is read as a "
+            "changelog (+I/-U/+U/-D) whatever its connector and whether or not it declares a PRIMARY KEY; "
+            "`SET 'table.exec.source.cdc-events-duplicate' = 'true'` normalizes a keyed one by its key. A `kafka` "
+            "table in `debezium-avro-confluent` also takes an updating query's changes, as Flink writes them.",
             "",
             "Options every table accepts, whatever its connector:", ""]
     out += option_table(COMMON_OPTIONS)

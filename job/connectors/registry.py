@@ -49,6 +49,7 @@ BUILTIN_FORMATS = (
     "job.formats.debezium_json",
     "job.formats.avro",
     "job.formats.avro_confluent",
+    "job.formats.debezium_avro_confluent",
 )
 
 
@@ -105,7 +106,6 @@ def connector_for(table) -> Connector:
 # rather than as an unknown format with a did-you-mean towards one that reads other bytes
 # ('avro' reads no Confluent wire format).
 NOT_SUPPORTED_FORMATS = {
-    "debezium-avro-confluent": "Debezium change events in Avro with a Confluent schema registry",
     "protobuf": "Protocol Buffers records",
 }
 

@@ -102,3 +102,13 @@ def changelog_rows(df, table, change_col: str, *, physical_names: Sequence[str])
     return exploded.select(
         *[c for c in df.columns], F.col("__entry.image").alias("__image"), F.col("__entry.kind").alias("__kind"),
         F.col("__pos"), error.alias("__cdc_error"))
+
+
+def debezium_change(row, sign):
+    """A signed row as the Debezium event Flink's debezium formats write: an insert or
+    update-after (sign > 0) is op 'c' with the row as ``after``, a delete or update-before
+    op 'd' with it as ``before`` (Flink writes no 'u': it cannot merge -U and +U)."""
+    from pyspark.sql import functions as F
+
+    return F.struct(F.when(sign < 0, row).alias("before"), F.when(sign > 0, row).alias("after"),
+                    F.when(sign > 0, F.lit("c")).otherwise(F.lit("d")).alias("op"))

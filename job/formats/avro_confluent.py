@@ -34,27 +34,38 @@ CLASS = "streamsql.engine.formats.ConfluentAvro"
 TIMEOUT_S = 30
 # Context the kafka connector adds to this format's options (see Format.context).
 TABLE, PART, TOPICS, OFFLINE = "@table", "@part", "@topics", "@offline"
+# The format's name, for messages: 'debezium-avro-confluent' shares this module's registry
+# options and client (its check and the kafka connector's context add it).
+NAME = "@format"
 
 REFUSED = ("schema", "schema-registry.schema", "bearer-auth.credentials-source", "bearer-auth.token",
            "ssl.keystore.location", "ssl.keystore.password", "ssl.truststore.location", "ssl.truststore.password",
            "properties.*")
-OPTIONS = (
-    Option("url", description="The URL of the Confluent Schema Registry to fetch/register schemas (required; "
-                              "'schema-registry.url' is its older name)."),
-    Option("schema-registry.url", description="Older name of 'url'."),
-    Option("subject", description="The subject the written schema is registered or looked up under (default: "
-                                  "'<topic>-value' or '<topic>-key')."),
-    Option("schema-registry.subject", description="Older name of 'subject'."),
-    Option("auto.register.schemas", "bool", default=True,
-           description="true: the table's schema is registered when a query writes; false: it must be registered "
-                       "already, and is only looked up."),
-    Option("basic-auth.credentials-source", description="USER_INFO (with 'basic-auth.user-info') or URL (the "
-                                                        "credentials in the URL)."),
-    Option("basic-auth.user-info", secret=True, description="'user:password' for the registry's basic auth."),
-) + tuple(Option(name, secret="password" in name or "token" in name,
-                 description="Refused by name: " + ("the schema is always the one Flink derives from the table."
-                                                    if "schema" in name else "not supported yet."))
-          for name in REFUSED)
+
+
+def registry_options(auto_register: bool = True) -> tuple[Option, ...]:
+    """The registry options of Flink's avro-confluent formats: 'avro-confluent' has
+    'auto.register.schemas', 'debezium-avro-confluent' always registers."""
+    return (
+        Option("url", description="The URL of the Confluent Schema Registry to fetch/register schemas (required; "
+                                  "'schema-registry.url' is its older name)."),
+        Option("schema-registry.url", description="Older name of 'url'."),
+        Option("subject", description="The subject the written schema is registered or looked up under (default: "
+                                      "'<topic>-value' or '<topic>-key')."),
+        Option("schema-registry.subject", description="Older name of 'subject'."),
+    ) + ((Option("auto.register.schemas", "bool", default=True,
+                 description="true: the table's schema is registered when a query writes; false: it must be "
+                             "registered already, and is only looked up."),) if auto_register else ()) + (
+        Option("basic-auth.credentials-source", description="USER_INFO (with 'basic-auth.user-info') or URL (the "
+                                                            "credentials in the URL)."),
+        Option("basic-auth.user-info", secret=True, description="'user:password' for the registry's basic auth."),
+    ) + tuple(Option(name, secret="password" in name or "token" in name,
+                     description="Refused by name: " + ("the schema is always the one Flink derives from the table."
+                                                        if "schema" in name else "not supported yet."))
+              for name in REFUSED)
+
+
+OPTIONS = registry_options()
 
 
 class RegistryError(PipelineError):
@@ -72,6 +83,10 @@ def masked(url: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, "****@" + host, parts.path, parts.query, parts.fragment))
 
 
+def _name(options) -> str:
+    return options.get(NAME) or "avro-confluent"
+
+
 def _url(options) -> Optional[str]:
     return options.get("url") or options.get("schema-registry.url")
 
@@ -80,28 +95,29 @@ def _subject(options) -> Optional[str]:
     return options.get("subject") or options.get("schema-registry.subject")
 
 
-def _on_kafka(options) -> None:
+def on_kafka(options, connectors: str = "the 'kafka' and 'upsert-kafka' connectors") -> None:
     if TABLE not in options:  # the kafka connectors add it; the filesystem connector does not
-        raise PipelineError("format 'avro-confluent' runs on the 'kafka' and 'upsert-kafka' connectors only "
+        raise PipelineError(f"format '{_name(options)}' runs on {connectors} only "
                             "(Flink's filesystem use of it is not supported)")
 
 
 def check(fields, options) -> None:
     """What Flink refuses, and what is not supported here, refused by option name."""
+    name = _name(options)
     if not _url(options):
-        raise avro.AvroTypeError("missing required option 'avro-confluent.url' (the schema registry's URL)")
+        raise avro.AvroTypeError(f"missing required option '{name}.url' (the schema registry's URL)")
     for key in options:
-        if any(re.fullmatch(name.replace(".", r"\.").replace("*", ".+"), key) for name in REFUSED):
-            raise avro.AvroTypeError(f"option 'avro-confluent.{key}' is not supported: the schema is always derived "
+        if any(re.fullmatch(refused.replace(".", r"\.").replace("*", ".+"), key) for refused in REFUSED):
+            raise avro.AvroTypeError(f"option '{name}.{key}' is not supported: the schema is always derived "
                                      "from the table, and the registry is reached over plain HTTP(S) with basic "
                                      "auth at most", option=key)
     source = options.get("basic-auth.credentials-source")
     if source is not None and source not in ("USER_INFO", "URL"):
-        raise avro.AvroTypeError(f"'avro-confluent.basic-auth.credentials-source' = '{source}' is not supported "
+        raise avro.AvroTypeError(f"'{name}.basic-auth.credentials-source' = '{source}' is not supported "
                                  "(USER_INFO or URL)", option="basic-auth.credentials-source")
     if source == "USER_INFO" and not options.get("basic-auth.user-info"):
-        raise avro.AvroTypeError("'avro-confluent.basic-auth.credentials-source' = 'USER_INFO' needs "
-                                 "'avro-confluent.basic-auth.user-info'", option="basic-auth.credentials-source")
+        raise avro.AvroTypeError(f"'{name}.basic-auth.credentials-source' = 'USER_INFO' needs "
+                                 f"'{name}.basic-auth.user-info'", option="basic-auth.credentials-source")
     avro.check(fields, {})
 
 
@@ -144,7 +160,7 @@ def _request(options, method: str, path: str, body: Optional[dict] = None) -> tu
     except (OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
         raise RegistryError(f"table '{options.get(TABLE)}': the schema registry at {masked(url)} cannot be reached: "
-                            f"{reason}", hint="check 'avro-confluent.url' and that the registry is up") from None
+                            f"{reason}", hint=f"check '{_name(options)}.url' and that the registry is up") from None
 
 
 def _refused(options, status: int, answer, doing: str) -> RegistryError:
@@ -160,8 +176,8 @@ def subject_of(options) -> str:
         return subject
     topics = options.get(TOPICS) or []
     if len(topics) != 1:
-        raise PipelineError(f"table '{options.get(TABLE)}': format 'avro-confluent' writes to one topic's subject: "
-                            "set 'avro-confluent.subject' (the table has no single 'topic')")
+        raise PipelineError(f"table '{options.get(TABLE)}': format '{_name(options)}' writes to one topic's "
+                            f"subject: set '{_name(options)}.subject' (the table has no single 'topic')")
     return f"{topics[0]}-{options.get(PART, 'value')}"
 
 
@@ -189,7 +205,7 @@ def _schema_id(options, schema_text: str) -> int:
     else:
         status, answer = _request(options, "POST", f"/subjects/{subject}", {"schema": schema_text})
         doing = (f"looking up the table's schema under subject '{subject_of(options)}' "
-                 "('avro-confluent.auto.register.schemas' = 'false': it must be registered already)")
+                 f"('{_name(options)}.auto.register.schemas' = 'false': it must be registered already)")
     if status != 200 or not isinstance(answer, dict) or "id" not in answer:
         raise _refused(options, status, answer, doing)
     return int(answer["id"])
@@ -209,31 +225,50 @@ def registered_schema(schema) -> str:
     return json.dumps(avro.schema_for(schema, {})[1])
 
 
-def decode(value, schema, options) -> Decoded:
+def resolved(value, record: str, options):
+    """``value`` (a record in Confluent's wire format) as struct<datum, error>: ``datum`` one
+    Avro datum of ``record`` (the reader schema, as JSON) resolved from the record's writer
+    schema in the JVM (the engine's ConfluentAvro), or ``error`` why it is none."""
     from pyspark.sql import SparkSession
-    from pyspark.sql import functions as F
-    from pyspark.sql.avro.functions import from_avro
     from pyspark.sql.classic.column import Column
 
     from job.changelog.jvm import static_call
 
-    _on_kafka(options)
-    check([(f.name, avro._logical(f)) for f in schema.fields], options)
-    if not options.get(OFFLINE):
-        check_reachable(options)
-    record = registered_schema(schema)
     url, auth = _endpoint(options)
     spark = SparkSession.getActiveSession()
     column = "org.apache.spark.sql.Column"
-    resolved = Column(static_call(spark, CLASS, "decode", (column, value.cast("binary")._jc),
-                                  ("java.lang.String", url), ("java.lang.String", record),
-                                  ("java.lang.String", str(options.get(TABLE))), ("java.lang.String", auth)))
-    parsed = from_avro(resolved["datum"], record, {"mode": "PERMISSIVE"})
+    return Column(static_call(spark, CLASS, "decode", (column, value.cast("binary")._jc),
+                              ("java.lang.String", url), ("java.lang.String", record),
+                              ("java.lang.String", str(options.get(TABLE))), ("java.lang.String", auth)))
+
+
+def parsed_datum(value, record: str, options):
+    """(the decoded Avro struct of ``record`` or NULL, the error or NULL) of a Kafka value,
+    after checking that the record's registry can be reached (not in a dry run)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.avro.functions import from_avro
+
+    if not options.get(OFFLINE):
+        check_reachable(options)
+    datum = resolved(value, record, options)
+    parsed = from_avro(datum["datum"], record, {"mode": "PERMISSIVE"})
     # The datum is the reader schema's by construction; spark-avro's PERMISSIVE NULL row
     # is what it makes of one it still cannot read.
-    undecoded = resolved["datum"].isNotNull() & parsed.isNull()
-    error = F.when(resolved["error"].isNotNull(), resolved["error"]).when(
+    undecoded = datum["datum"].isNotNull() & parsed.isNull()
+    error = F.when(datum["error"].isNotNull(), datum["error"]).when(
         undecoded, F.lit("the record's Avro datum does not decode into the table's schema"))
+    return parsed, error
+
+
+def header(options, schema_text: str) -> bytes:
+    """Confluent's wire-format header: magic byte 0 and the schema's registry id."""
+    return bytes([0]) + schema_id(options, schema_text).to_bytes(4, "big")
+
+
+def decode(value, schema, options) -> Decoded:
+    on_kafka(options)
+    check([(f.name, avro._logical(f)) for f in schema.fields], options)
+    parsed, error = parsed_datum(value, registered_schema(schema), options)
     return Decoded(avro.to_table(parsed, schema), error)
 
 
@@ -243,12 +278,10 @@ def encode(row, options, schema=None):
 
     if schema is None:
         raise avro.AvroTypeError("the 'avro-confluent' format needs the table's column types to write records")
-    _on_kafka(options)
+    on_kafka(options)
     check([(f.name, avro._logical(f)) for f in schema.fields], options)
-    sid = schema_id(options, registered_schema(schema))
-    header = bytes([0]) + sid.to_bytes(4, "big")
     datum = to_avro(avro.to_avro_row(row, schema, {}), registered_schema(schema))
-    return F.concat(F.lit(header), datum)
+    return F.concat(F.lit(header(options, registered_schema(schema))), datum)
 
 
 FORMAT = Format("avro-confluent", "Avro records in Confluent's wire format, with a schema registry.", OPTIONS,

@@ -61,6 +61,10 @@ class Format:
     decode: Optional[Callable[["Column", "StructType", Mapping[str, Any]], Decoded]] = None
     encode: Optional[Callable[["Column", Mapping[str, Any]], "Column"]] = None
     changelog: bool = False
+    # debezium-avro-confluent: a changelog format a sink writes changes in. ``encode`` takes
+    # struct<before, after, op> (job.connectors.rows.debezium_change), and an updating
+    # query's changes reach the sink as they come.
+    writes_changes: bool = False
     file_format: Optional[str] = None
     single_column: bool = False      # raw: exactly one physical column
     # avro: the Avro schema is derived from the columns' Flink types, so ``encode`` takes

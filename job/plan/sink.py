@@ -129,7 +129,9 @@ def plan_sink(planner, rel: Rel, table, connector: Connector, sink: Sink, column
         rows = df.select(*cols, F.explode(F.array_repeat(F.lit(1), F.col(SIGN))).alias("__copy")).drop("__copy")
         return SinkPlan(sink.write_stream(rows), "append", [nodes.sink("write appended rows", nodes.APPEND, table=bound)])
 
-    if connector.accepts_retractions:
+    # A format that writes changes (debezium-avro-confluent) takes every change, as Flink's.
+    fmt = bound.value_format
+    if connector.accepts_retractions or (fmt is not None and fmt.writes_changes):
         raw = sink.write_change_stream(df.select(*cols, F.col(SIGN)))
         if raw is not None:
             return SinkPlan(raw, "changelog", [nodes.sink("write every change as it comes", nodes.RETRACT, table=bound)])

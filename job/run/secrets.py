@@ -40,11 +40,18 @@ def _variants(value: str) -> set[str]:
     return {v for v in out if len(v) >= MIN_SECRET_LENGTH}
 
 
+# The password of a URL's user info (scheme://user:password@host), as a schema
+# registry's URL may carry it ('avro-confluent.basic-auth.credentials-source' = 'URL').
+URL_PASSWORD = re.compile(r"://[^/\s:@]*:([^@\s/]+)@")
+
+
 def parts_of(value: str) -> set[str]:
-    """Secret pieces inside a larger secret (a JAAS config's password, a URL's token):
-    an error message may quote the piece without the whole."""
+    """Secret pieces inside a larger secret (a JAAS config's password, a URL's token) or
+    in any option's value (a URL's password): an error message may quote the piece
+    without the whole."""
     found = {m.group(3) for m in SECRET_QUOTED_PAIR.finditer(value)}
     found |= {m.group(2) for m in SECRET_PLAIN_PAIR.finditer(value)}
+    found |= {m.group(1) for m in URL_PASSWORD.finditer(value)}
     return {p for p in found if len(p) >= MIN_SECRET_LENGTH}
 
 

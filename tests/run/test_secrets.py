@@ -35,6 +35,13 @@ def test_secret_pieces_of_a_jaas_config():
     assert parts_of("jdbc:postgresql://db/x?user=a&password=topsecret1") == {"topsecret1"}
 
 
+def test_the_password_of_a_urls_user_info():
+    """A schema registry's URL may carry its credentials: the password is a secret piece
+    of any option's value, and a path with ':' and '@' is none."""
+    assert parts_of("https://reader:s3cr3t@registry:8081/x") == {"s3cr3t"}
+    assert parts_of("http://registry:8081/a:b@c") == set()
+
+
 def test_stream_masks_lines_split_across_writes():
     target = io.StringIO()
     stream = MaskingStream(target, Masker(["hunter22"]))

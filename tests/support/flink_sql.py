@@ -2,7 +2,9 @@
 need Flink to write or read a format's bytes (Avro files, Kafka records).
 
 ``run_flink(statements, query=None)`` runs the statements (an INSERT waits for its job
-to end) in batch mode, then the query, and returns its rows as canonical strings. The
+to end) in batch mode, then the query, and returns its rows as canonical strings. With
+``streaming=True`` they run in streaming mode (an aggregation writes its updates), and
+each row of the query starts with its row kind (+I, -U, +U, -D). The
 script runs in Flink's own interpreter (``python flink_sql.py`` reads a JSON request on
 stdin and prints a JSON answer), with Flink's connector and format jars.
 """
@@ -51,10 +53,10 @@ def flink_python() -> str:
     return out.stdout.strip()
 
 
-def run_flink(statements, query=None, *, timeout: float = 300) -> list[tuple]:
+def run_flink(statements, query=None, *, timeout: float = 300, streaming: bool = False) -> list[tuple]:
     subprocess.run([str(ROOT / "scripts" / "flink.sh"), "install"], check=True, capture_output=True)
     jars = subprocess.run([str(ROOT / "scripts" / "flink.sh"), "jars"], capture_output=True, text=True).stdout.split()
-    request = json.dumps({"statements": list(statements), "query": query, "jars": jars})
+    request = json.dumps({"statements": list(statements), "query": query, "jars": jars, "streaming": streaming})
     from tests.support.jvm import flink_env
 
     python = flink_python()
@@ -70,7 +72,9 @@ def _main() -> None:
     from pyflink.table import EnvironmentSettings, TableEnvironment
 
     request = json.loads(sys.stdin.read())
-    env = TableEnvironment.create(EnvironmentSettings.in_batch_mode())
+    streaming = bool(request.get("streaming"))
+    env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode() if streaming
+                                  else EnvironmentSettings.in_batch_mode())
     config = env.get_config()
     config.set("pipeline.jars", ";".join("file://" + j for j in request["jars"]))
     config.set("parallelism.default", "1")
@@ -89,7 +93,8 @@ def _main() -> None:
         try:
             while results.hasNext():
                 r = results.next()
-                rows.append([canonical(java_value(r.getField(i))) for i in range(r.getArity())])
+                kind = [str(r.getKind().shortString())] if streaming else []
+                rows.append(kind + [canonical(java_value(r.getField(i))) for i in range(r.getArity())])
         finally:
             results.close()
     print(json.dumps(rows))

@@ -1,4 +1,5 @@
-"""kafka: a topic as an append-only table (or a changelog with 'debezium-json').
+"""kafka: a topic as an append-only table (or a changelog with 'debezium-json' or
+'debezium-avro-confluent', which an updating query also writes).
 
 The package also holds 'upsert-kafka' (:mod:`job.connectors.kafka.upsert`) and what the
 two share: options, checks and hooks (``common``), the admin client (``admin``), and
@@ -66,6 +67,25 @@ class KafkaSink(Sink):
                                  offline=self.ctx.offline)
         return records.writeStream.format("kafka").options(**write_options(opts))
 
+    def write_change_stream(self, df):
+        """An updating query's signed rows, written as they come by a format that writes
+        changes (debezium-avro-confluent): each is one event, whatever its row kind, as
+        Flink writes -U/+U as a delete and an insert. Other formats: None (refused by the
+        planner before, as Flink refuses an updating query into an append-only sink)."""
+        from pyspark.sql import functions as F
+
+        opts = self.ctx.options
+        fmt, _ = value_format(self.ctx.table, opts)
+        if not fmt.writes_changes:
+            return None
+        if not self.ctx.offline:
+            check_reachable(self.ctx.spark, opts)
+        # A sign n is n copies of the change (an inner join can make a row twice).
+        copies = df.select("*", F.explode(F.array_repeat(F.lit(1), F.abs(F.col("__sign")))).alias("__copy"))
+        records = encoded_record(copies, self.ctx.table, opts, key_cols=common.key_columns(self.ctx.table, opts),
+                                 offline=self.ctx.offline, sign=F.col("__sign"))
+        return records.writeStream.format("kafka").options(**write_options(opts))
+
     def write_append(self, batch, batch_id):
         opts = self.ctx.options
         records = encoded_record(batch, self.ctx.table, opts, key_cols=common.key_columns(self.ctx.table, opts),
@@ -75,7 +95,8 @@ class KafkaSink(Sink):
 
 CONNECTOR = Connector(
     identifier="kafka",
-    description="Reads and writes Kafka topics as append-only tables (a changelog with 'debezium-json').",
+    description="Reads and writes Kafka topics as append-only tables (a changelog with 'debezium-json' or "
+                "'debezium-avro-confluent'; an updating query writes its changes with 'debezium-avro-confluent').",
     options=OPTIONS,
     source_mode=APPEND,
     sink_modes=(APPEND,),

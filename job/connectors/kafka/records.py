@@ -34,7 +34,7 @@ def _with_context(fmt, table, options, part: str, fopts: dict, offline: bool) ->
     the topics (Flink's default registry subject is '<topic>-<part>'), and whether the
     run is a dry run that contacts no external system."""
     if fmt.context:
-        fopts = {**fopts, "@table": table.name, "@part": part, "@offline": offline,
+        fopts = {**fopts, "@format": fmt.name, "@table": table.name, "@part": part, "@offline": offline,
                  "@topics": [] if options.get("topic-pattern") else topics(options)}
     return fopts
 
@@ -221,17 +221,23 @@ def sequence(df):
 
 # --------------------------------------------------------------------------- write
 
-def encoded_record(df, table, options, *, key_cols: list[str], value_null=None, offline: bool = False):
+def encoded_record(df, table, options, *, key_cols: list[str], value_null=None, offline: bool = False, sign=None):
     """Select Kafka's key/value(/headers) columns from a DataFrame of table rows.
 
     ``value_null``: a boolean column; where true the value is NULL (a tombstone).
     ``offline``: a dry run (formats contact no external system).
+    ``sign``: a format that writes changes (debezium-avro-confluent) writes each row as
+    the Debezium event of its sign (an insert where none is given).
     """
     from pyspark.sql import functions as F
+
+    from job.connectors.rows import debezium_change
 
     value_fmt, vopts = value_format(table, options, offline)
     physical = value_columns(table, options, key_cols)
     value_row = df[physical[0]] if value_fmt.single_column else F.struct(*[df[c] for c in physical])
+    if value_fmt.writes_changes:
+        value_row = debezium_change(value_row, F.lit(1) if sign is None else sign)
     value = (value_fmt.encode(value_row, vopts, schema=physical_schema(table, physical)) if value_fmt.needs_schema
              else value_fmt.encode(value_row, vopts))
     if value_null is not None:

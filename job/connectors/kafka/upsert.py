@@ -18,8 +18,16 @@ OPTIONS = common.COMMON + common.startup_options(
 
 
 def check(table, options, role):
+    from job.connectors.registry import format_for
+    from job.options import table_error
+
     # The record key is the PRIMARY KEY.
     common.check_columns(table, options, role, key_cols=list(table.primary_key))
+    value = format_for(options.get("value.format") or options["format"], table=table, option="value.format")
+    if value.changelog:  # as Flink refuses it: the topic's records already are a changelog
+        raise table_error(table, f"'upsert-kafka' connector doesn't support '{value.name}' as value format, because "
+                                 f"'{value.name}' is not in insert-only mode (table '{table.name}')",
+                          option="value.format")
 
 
 def create_source(ctx) -> SourceStream:
