@@ -48,8 +48,7 @@ def test_calls_flink_rejects_are_refused_where_they_are(spark, people, function,
 
 
 @pytest.mark.parametrize("declaration, message", [
-    (f"CREATE FUNCTION f AS '{PKG}.Words' USING JAR '{{jar}}'", "streamsql.testudf.Words is a Flink table function, "
-                                                                "which the job does not run yet"),
+    ("CREATE FUNCTION f AS 'java.lang.String' USING JAR '{jar}'", "java.lang.String is not a Flink function class"),
     ("CREATE FUNCTION f AS 'com.example.Missing' USING JAR '{jar}'", "class 'com.example.Missing' cannot be loaded"),
     (f"CREATE FUNCTION f AS '{PKG}.Greet' USING JAR '/nonexistent/functions.jar'",
      "jar '/nonexistent/functions.jar' does not exist"),
