@@ -84,7 +84,7 @@ def test_a_pipeline_with_a_function_runs_once_into_its_sink(spark, tmp_path):
     """)
     dry = job("--dry-run", str(pipeline), cwd=tmp_path)
     assert dry.returncode == 0, dry.stderr[-3000:]
-    assert f"function count_char: Java class {PKG}.CountChar [Flink scalar function" in dry.stdout
+    assert f"function count_char: Java class {PKG}.CountChar [Flink user-defined function" in dry.stdout
     done = job("--once", str(pipeline), "--checkpoint-dir", str(tmp_path / "cp"), cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     written = spark.read.schema("id INT, c BIGINT, g STRING").json(str(out))
