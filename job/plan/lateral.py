@@ -23,8 +23,7 @@ from job.plan.unnest import correlated_source, join_side
 def plan_lateral_table(planner, left: Rel, node: exp.Join) -> Rel:
     from pyspark.sql import functions as F
 
-    from job.sql.flink.functions import Call, _user_entry, lookup
-    from job.sql.flink.functions.user import call_table_function
+    from job.sql.flink.functions import call_table, lookup
 
     lateral = node.this
     call = lateral.this
@@ -35,9 +34,10 @@ def plan_lateral_table(planner, left: Rel, node: exp.Join) -> Rel:
     call = call.expressions[0]
     outer, condition = join_side(planner, node, "LATERAL TABLE(…)", conditions=True)
     name = call.name
-    user = planner.settings.user_function(name, builtin=lookup(name.upper()) is not None)
+    builtin = lookup(name.upper()) is not None
+    user = planner.settings.user_function(name, builtin=builtin)
     if user is None:
-        if lookup(name.upper()) is not None:
+        if builtin:
             raise planner.error(call, f"Function '{name}' cannot be used as a table function",
                                 hint="a table function is a class extending org.apache.flink.table.functions."
                                      "TableFunction, declared with CREATE FUNCTION")
@@ -45,7 +45,7 @@ def plan_lateral_table(planner, left: Rel, node: exp.Join) -> Rel:
                                   f"a table function '{name}'")
     left, source = correlated_source(planner, left)
     tr = planner.translator(left, "LATERAL TABLE")
-    value = call_table_function(Call(tr, call, _user_entry(user)), user)
+    value = call_table(tr, call, user)
     output = value.type
     if output.name == "ROW":
         names, types = list(output.field_names), list(output.children)

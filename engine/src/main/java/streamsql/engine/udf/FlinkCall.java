@@ -176,9 +176,9 @@ abstract class FlinkCall implements UDF1<Object, Object>, UDF2<Object, Object, O
 
   /**
    * A Flink value as Spark takes it for a column of type {@code spark}: a {@code StringData}
-   * (whatever its implementation class) as a String, a {@code LocalDateTime} as its instant at UTC, a {@code BigDecimal} as
-   * Flink's DecimalData.fromBigDecimal makes it (rounded half up to the scale, NULL when its
-   * digits do not fit the precision); anything else as it is.
+   * (whatever its implementation class) as a String, a {@code LocalDateTime} as its instant
+   * at UTC, a {@code BigDecimal} as Flink's DecimalData.fromBigDecimal makes it (rounded half
+   * up to the scale, NULL when its digits do not fit the precision); anything else as it is.
    */
   static Object toSpark(Object value, DataType spark) {
     if (value == null) {

@@ -152,7 +152,8 @@ public final class FlinkFunctions {
       TypeVariable<?>[] vars = raw.getTypeParameters();
       Type[] actual = p.getActualTypeArguments();
       for (int i = 0; i < vars.length; i++) {
-        bound.put(vars[i], actual[i] instanceof TypeVariable<?> v && bound.containsKey(v) ? bound.get(v) : actual[i]);
+        Type a = actual[i];
+        bound.put(vars[i], a instanceof TypeVariable<?> v && bound.containsKey(v) ? bound.get(v) : a);
       }
       if (raw.getName().equals(FLINK + "TableFunction")) {
         Type t = bound.get(vars[0]);
