@@ -173,12 +173,12 @@ class PipelineFunctions:
 
 def _output_hint(table: FunctionDescription, method: EvalMethod) -> Optional[str]:
     """The hint that types a table function's output for one eval method, in Flink's order:
-    the method's @FunctionHint output, the class's, then one @DataTypeHint on the method or
-    the class (two different ones: Flink's error)."""
+    a @FunctionHint output on the method or the class (two different ones: Flink's error),
+    then one @DataTypeHint on the method or the class (two different ones: Flink's error)."""
     if method.hinted_output is not None and table.hinted_output is not None \
             and method.hinted_output != table.hinted_output:
-        raise ValueError(f"{method.method}: its @FunctionHint's output and the class's differ, which the job "
-                         f"does not choose between")
+        raise ValueError(f"{method.method}: its @FunctionHint's output and the class's differ (Flink: Function "
+                         f"hints that lead to ambiguous results are not allowed)")
     if method.hinted_output is not None or table.hinted_output is not None:
         return method.hinted_output if method.hinted_output is not None else table.hinted_output
     hints = {h for h in (method.returns.hint, table.output.hint) if h}

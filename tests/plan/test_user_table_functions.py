@@ -1,16 +1,21 @@
 """Flink user-defined table functions (LATERAL TABLE) beyond the differential cases (which
 show the answers equal Flink's, tests/flink/cases/user_table_functions.yaml): what Flink
 rejects, and what the job does not run, is refused by name where it is written, before
-anything runs; a pipeline with a table function runs from the command line into its sink."""
+anything runs; a pipeline with a table function runs from the command line into its sink;
+outputs are typed from the class's hints and generic type as Flink types them."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from chispa import assert_df_equality
 
 from job.api import collect
+from job.changelog.replies import EvalMethod, FunctionDescription, JavaValue
 from job.errors import PipelineError
+from job.plan.user_functions import _output_hint
+from job.sql.flink.functions.user import ROW_CLASS, table_output
 from tests.e2e.test_cli import job
 from tests.support.user_functions import udf_jar
 
@@ -79,3 +84,58 @@ def test_a_table_function_runs_once_into_its_sink(spark, tmp_path):
     written = spark.read.schema("id INT, w STRING, l INT").json(str(out))
     expected = spark.createDataFrame([(1, "a", 1), (1, "bb", 2), (2, None, None)], "id INT, w STRING, l INT")
     assert_df_equality(written, expected, ignore_row_order=True)
+
+
+@pytest.mark.parametrize("generic, hint, expected", [
+    ("java.lang.String", None, ("STRING", False)),
+    ("java.lang.Long", None, ("BIGINT", False)),
+    (ROW_CLASS, "ROW<word STRING, len INT NOT NULL>", ("ROW<`word` STRING, `len` INT NOT NULL>", True)),
+    (None, "ROW<k STRING>", ("ROW<`k` STRING>", True)),   # T left open: the hint types it
+    ("java.math.BigDecimal", "DECIMAL(10, 2)", ("DECIMAL(10, 2)", False)),
+])
+def test_an_output_is_typed_as_flink_extracts_it(generic, hint, expected):
+    output, rows = table_output(generic, hint, "the output")
+    assert (str(output), rows) == expected
+
+
+@pytest.mark.parametrize("generic, hint, message", [
+    (ROW_CLASS, None, "Cannot extract a data type from a pure 'org.apache.flink.types.Row' class"),
+    (None, None, "leaves TableFunction's type parameter open"),
+    ("com.example.Pojo", None, "is a com.example.Pojo, which the job cannot pass"),
+    (ROW_CLASS, "ROW<a INT, b ARRAY<INT>>", "its field b is ARRAY<INT>, which the job cannot pass"),
+    ("java.lang.Long", "ROW<a INT>", "does not fit its Java class java.lang.Long"),
+    ("java.lang.Integer", "BIGINT", "does not fit its Java class java.lang.Integer"),
+])
+def test_an_output_the_job_cannot_type_says_why(generic, hint, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        table_output(generic, hint, "the output")
+
+
+def _described(class_hint=None, method_hint=None, class_type_hint=None, method_type_hint=None):
+    method = EvalMethod("public void F.eval(java.lang.String)", False, False, method_hint,
+                        (JavaValue("java.lang.String", None),), JavaValue("void", method_type_hint))
+    table = FunctionDescription("table", None, None, False, False, class_hint, False, True,
+                                JavaValue(ROW_CLASS, class_type_hint), False, (method,))
+    return table, method
+
+
+@pytest.mark.parametrize("hints, expected", [
+    (dict(class_hint="ROW<a INT>", method_type_hint="ROW<b INT>"), "ROW<a INT>"),  # a function hint first
+    (dict(class_hint="ROW<a INT>", method_hint="ROW<a INT>"), "ROW<a INT>"),
+    (dict(class_type_hint="ROW<a INT>"), "ROW<a INT>"),
+    (dict(class_type_hint="ROW<a INT>", method_type_hint="ROW<a INT>"), "ROW<a INT>"),  # the same hint twice
+    ({}, None),
+])
+def test_the_hint_that_types_an_output_is_found_in_flinks_order(hints, expected):
+    assert _output_hint(*_described(**hints)) == expected
+
+
+@pytest.mark.parametrize("hints, message", [
+    (dict(class_type_hint="ROW<a INT>", method_type_hint="ROW<b INT>"),
+     "More than one data type hint found for output of function"),
+    (dict(class_hint="ROW<a INT>", method_hint="ROW<c INT>"),
+     "Function hints that lead to ambiguous results are not allowed"),
+])
+def test_two_different_hints_are_refused_as_flink_refuses_them(hints, message):
+    with pytest.raises(ValueError, match=message):
+        _output_hint(*_described(**hints))
