@@ -1,12 +1,12 @@
 """The pipeline's user-defined functions (``CREATE FUNCTION``) in the session.
 
 Flink runs a Java class extending its ``ScalarFunction`` or ``TableFunction``; so does the
-job, on Spark: the
-class's jar and Flink's function API (jars/flink/, fetched by scripts/jars.sh) are added to
-the session, the engine's bridge (engine/…/udf/FlinkFunctions.java) says what the class
-is, and each ``eval`` method a query calls is registered as a Spark function that makes
-the class's instance on each executor, opens it once and calls it row by row (a table
-function's returns the rows ``eval`` collected, which job.plan.lateral turns into rows).
+job, on Spark: the class's jar and Flink's function API (jars/flink/, fetched by
+scripts/jars.sh) are added to the session, the engine's bridge
+(engine/…/udf/FlinkFunctions.java) says what the class is, and each ``eval`` method a
+query calls is registered as a Spark function that makes the class's instance on each
+executor, opens it once and calls it row by row (a table function's returns the rows
+``eval`` collected, which job.plan.lateral turns into rows).
 
 A function is looked up when a query first calls it, so, as in Flink, a declared function
 no query calls costs nothing and its class need not load. Where its jar comes from, as
