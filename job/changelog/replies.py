@@ -28,7 +28,8 @@ class EvalMethod:
     """One public ``eval`` method of a user function's class."""
     method: str                  # its signature (Method.toGenericString()), the name ScalarFunction.method gives back
     varargs: bool
-    function_hint: bool          # it carries @FunctionHint
+    function_hint: bool          # its @FunctionHint declares more than the output (or there are several)
+    hinted_output: Optional[str]  # the type text of its @FunctionHint's output (None: none)
     params: tuple[JavaValue, ...]
     returns: JavaValue
 
@@ -42,9 +43,13 @@ class FunctionDescription:
     missing: Optional[str]       # why the class cannot be loaded (None: it loads)
     no_instance: Optional[str]   # why it cannot be made with no arguments (None: it can)
     abstract_class: bool
-    function_hint: bool          # the class carries @FunctionHint
+    function_hint: bool          # the class's @FunctionHint declares more than the output (or there are several)
+    hinted_output: Optional[str]  # the type text of the class's @FunctionHint's output (None: none)
     custom_inference: bool       # it overrides getTypeInference, getResultType or getParameterTypes
     deterministic: bool          # its isDeterministic()
+    output: Optional[JavaValue]  # a table function's T: the Java class TableFunction<T> is bound to (class
+                                 # name None: left open) and the class's @DataTypeHint; None for other kinds
+    finishes: bool               # it overrides finish(), which Flink calls at the end of a bounded input
     evals: tuple[EvalMethod, ...]
 
 

@@ -270,9 +270,21 @@ class ScalarFunction:
     deterministic: bool          # the function's isDeterministic()
 
 
+@dataclass(frozen=True)
+class TableFunction:
+    """A user's Flink table function registered as a Spark function returning, per call, the
+    array of the rows its eval collected (engine/…/udf/FlinkFunctions.java; job.plan.lateral)."""
+    name: str                    # the Spark function's name
+    class_name: str              # the Flink function's class
+    method: str                  # its eval method, as Java's Method.toGenericString() writes it
+    output_type: str             # the Spark type (DDL) of one output row: a struct, a field per output column
+    row_output: bool             # it collects Flink Rows (False: one atomic value per output row)
+    deterministic: bool          # the function's isDeterministic()
+
+
 OPERATORS = (Normalize, Aggregate, Join, Materialize, NetChanges, Rank, CurrentWatermark, Over, TemporalJoin,
              LookupJoin, WindowRank, WindowJoin, SessionRows, NumberRows, TemporalSort)
-EXPRESSIONS = (JsonDecoding, ScalarFunction)
+EXPRESSIONS = (JsonDecoding, ScalarFunction, TableFunction)
 PARTS = (SortKey, AggregateCall, JoinSide, ConnectionProperty, DecodedColumn)
 
 

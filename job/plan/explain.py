@@ -18,7 +18,7 @@ def explain_lines(program: Program, plans: list, checkpoint_dir: str) -> list[st
     for key, function in sorted(program.catalog.functions.items()):
         kind = "temporary system function" if function.system else "function"
         lines.append(f"  {kind} {function.name}: {function.language.title()} class {function.class_name} "
-                     f"[Flink scalar function, called in Spark's JVM]"
+                     f"[Flink user-defined function, called in Spark's JVM]"
                      + (f", jars {', '.join(function.jars)}" if function.jars else ""))
     for plan in plans:
         lines.append(f"  query {plan.name}: INSERT INTO {plan.sink_table} — {plan.engine} engine, sink fed as {plan.sink_mode}, "

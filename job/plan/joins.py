@@ -1,5 +1,5 @@
 """Joins: regular joins of changelogs (INNER/LEFT/RIGHT/FULL on equalities), and the
-special joins Flink has — CROSS JOIN UNNEST, interval joins, temporal joins
+special joins Flink has — CROSS JOIN UNNEST, LATERAL TABLE of a table function, interval joins, temporal joins
 (``FOR SYSTEM_TIME AS OF``), lookup joins — dispatched from :func:`plan_join`.
 
 A regular join keeps both sides in state and emits at once: a row arriving on one side
@@ -25,10 +25,14 @@ NO_KEY = "__no_key"  # a join input row whose key never matches (see join_input)
 
 def plan_join(planner, left: Rel, node: exp.Join) -> Rel:
     right_node = node.this
-    if isinstance(right_node, exp.Unnest) or (isinstance(right_node, exp.Lateral)):
+    if isinstance(right_node, exp.Unnest):
         from job.plan import unnest
 
         return unnest.plan_unnest(planner, left, node)
+    if isinstance(right_node, exp.Lateral):
+        from job.plan import lateral
+
+        return lateral.plan_lateral_table(planner, left, node)
     if isinstance(right_node, exp.Table) and right_node.args.get("version") is not None:
         from job.plan import temporal
 

@@ -242,6 +242,9 @@ class Planner:
             return self.aliased(values.plan_values(self, node), node)
         if isinstance(node, exp.Unnest):
             raise self.error(node, "UNNEST is supported in CROSS JOIN UNNEST(…) and LEFT JOIN UNNEST(…) ON TRUE")
+        if isinstance(node, exp.Lateral):
+            raise self.error(node, "LATERAL TABLE(…) is supported after a table it joins, as in FROM t, LATERAL "
+                                   "TABLE(f(…)); on its own in FROM it is not supported yet")
         if not isinstance(node, exp.Table):
             raise self.error(node, f"'{self.current.flink_sql(node)}' is not supported in FROM")
         if node.args.get("version") is not None:

@@ -12,36 +12,51 @@ from job.plan.relation import SIGN, Field, Rel
 from job.sql.types import logical_type
 
 
+def join_side(planner, node: exp.Join, what: str, conditions: bool = False):
+    """How a row-expanding right side (UNNEST, LATERAL TABLE) is joined: (outer, condition).
+    ``outer``: a LEFT JOIN, which needs ON TRUE; otherwise a cross or inner join, whose ON
+    condition (``conditions``: allowed, as a filter of the joined rows) is returned, None for
+    none or TRUE. RIGHT and FULL joins are refused."""
+    side = (node.args.get("side") or "").lower()
+    outer = side == "left"
+    on = node.args.get("on")
+    true = on is None or (isinstance(on, exp.Boolean) and on.this)
+    if outer and (on is None or not true):
+        raise planner.error(on if on is not None else node, f"LEFT JOIN {what} needs ON TRUE" +
+                            (" (a LEFT JOIN on another condition is not supported yet)" if on is not None else ""))
+    if not outer and side:
+        raise planner.error(node, f"{side.upper()} JOIN {what} is not supported")
+    if not true and not conditions:
+        raise planner.error(on, f"CROSS JOIN {what} takes no ON condition; filter in WHERE")
+    return outer, None if true else on
+
+
+def correlated_source(planner, left: Rel):
+    """``left`` settled, and the DataFrame a row-expanding side is joined to: its rows with
+    their sign (a changelog's rows keep theirs; each expands into rows of that sign)."""
+    left = planner.settle(left)
+    source = left.df
+    if SIGN not in source.columns and not left.append_only:
+        source = planner.signed(left)
+    return left, source
+
+
 def plan_unnest(planner, left: Rel, node: exp.Join) -> Rel:
     from pyspark.sql import functions as F
 
     unnest = node.this
-    if isinstance(unnest, exp.Lateral):
-        raise planner.error(unnest, "LATERAL is not supported yet")
-    side = (node.args.get("side") or "").lower()
-    kind = (node.args.get("kind") or "").lower()
-    outer = side == "left"
-    on = node.args.get("on")
-    if outer and not (on is not None and isinstance(on, exp.Boolean) and on.this):
-        raise planner.error(node, "LEFT JOIN UNNEST(…) needs ON TRUE")
-    if not outer and side:
-        raise planner.error(node, f"{side.upper()} JOIN UNNEST is not supported")
-    if not outer and on is not None and not (isinstance(on, exp.Boolean) and on.this):
-        raise planner.error(on, "CROSS JOIN UNNEST takes no ON condition; filter in WHERE")
+    outer, _ = join_side(planner, node, "UNNEST(…)")
     if len(unnest.expressions) != 1:
         raise planner.error(unnest, "UNNEST of several arrays is not supported yet")
     ordinality = unnest.args.get("offset") or None  # the ordinal column's name, True unnamed, absent without
     if ordinality is not None and not isinstance(ordinality, exp.Identifier):
         raise planner.error(unnest, "UNNEST … WITH ORDINALITY needs a name for the ordinal column here",
                             hint="name every column: WITH ORDINALITY AS t (x, n)")
-    left = planner.settle(left)
+    left, source = correlated_source(planner, left)
     value = planner.expr(left, unnest.expressions[0], "UNNEST")
     alias = unnest.args.get("alias")
     qualifier = alias.name if alias is not None and alias.name else None
     names = [c.name for c in (alias.args.get("columns") or [])] if alias is not None else []
-    source = left.df
-    if SIGN not in source.columns and not left.append_only:
-        source = planner.signed(left)
     explode = F.explode_outer if outer else F.explode
     position = planner.fresh() if ordinality is not None else None
     if position is not None:  # Spark's posexplode numbers from 0, Flink's ordinality from 1

@@ -1,10 +1,12 @@
 """The pipeline's user-defined functions (``CREATE FUNCTION``) in the session.
 
-Flink runs a Java class extending its ``ScalarFunction``; so does the job, on Spark: the
-class's jar and Flink's function API (jars/flink/, fetched by scripts/jars.sh) are added to
-the session, the engine's bridge (engine/…/udf/FlinkFunctions.java) says what the class
-is, and each ``eval`` method a query calls is registered as a Spark function that makes
-the class's instance on each executor, opens it once and calls it row by row.
+Flink runs a Java class extending its ``ScalarFunction`` or ``TableFunction``; so does the
+job, on Spark: the class's jar and Flink's function API (jars/flink/, fetched by
+scripts/jars.sh) are added to the session, the engine's bridge
+(engine/…/udf/FlinkFunctions.java) says what the class is, and each ``eval`` method a
+query calls is registered as a Spark function that makes the class's instance on each
+executor, opens it once and calls it row by row (a table function's returns the rows
+``eval`` collected, which job.plan.lateral turns into rows).
 
 A function is looked up when a query first calls it, so, as in Flink, a declared function
 no query calls costs nothing and its class need not load. Where its jar comes from, as
@@ -12,9 +14,10 @@ Flink takes it: ``USING JAR '…'``, ``ADD JAR '…'``, or the ``pipeline.jars``
 (``SET 'pipeline.jars' = 'file:///…/functions.jar'``, ``;``-separated).
 
 Refused by name, before anything runs: Python functions (at parsing), a class that is not
-found, is not a scalar function (table, aggregate, async functions), declares its types
-with ``@FunctionHint`` or its own type inference, or calls for types the job cannot pass
-(see job.sql.flink.functions.user).
+found, is neither a scalar nor a table function (aggregate, async functions …), declares
+its types with ``@FunctionHint`` (other than a table function's output) or its own type
+inference, a table function that overrides ``finish()``, or calls for types the job cannot
+pass (see job.sql.flink.functions.user).
 """
 from __future__ import annotations
 
@@ -25,9 +28,9 @@ from urllib.parse import urlparse
 
 from job.changelog.jvm import add_jar, static_call
 from job.changelog.replies import EvalMethod, FunctionDescription, from_json
-from job.changelog.specs import ScalarFunction, to_json
+from job.changelog.specs import ScalarFunction, TableFunction, to_json
 from job.errors import PipelineError
-from job.sql.flink.functions.user import MAX_ARGS, Overload, UserFunction, java_type
+from job.sql.flink.functions.user import MAX_ARGS, Overload, UserFunction, java_type, table_output
 
 ROOT = Path(__file__).resolve().parents[2]
 FLINK_JARS = ROOT / "jars" / "flink"
@@ -75,57 +78,74 @@ class PipelineFunctions:
             raise PipelineError(f"{what}: class '{declared.class_name}' cannot be loaded ({described.missing})",
                                 hint="give its jar with USING JAR '…', ADD JAR '…' or SET 'pipeline.jars'")
         kind = described.kind
-        if kind != "scalar":
+        if kind not in ("scalar", "table"):
             raise PipelineError(
                 f"{what}: {declared.class_name} is " + (f"a Flink {kind} function, which the job does not run yet"
                                                         if kind != "other" else "not a Flink function class"),
-                hint="a class extending org.apache.flink.table.functions.ScalarFunction runs on the job")
+                hint="a class extending org.apache.flink.table.functions.ScalarFunction or TableFunction runs on "
+                     "the job")
+        table = kind == "table"
+        hinted = described.function_hint or (described.hinted_output is not None and not table)
         for flag, why in ((described.abstract_class, "the class is abstract"),
-                          (described.function_hint, "its types are declared with @FunctionHint, which the job "
-                                                    "does not read yet"),
+                          (hinted, "its types are declared with @FunctionHint, which the job does not read yet"
+                                   + (" (only a table function's output = @DataTypeHint(…))" if table else "")),
                           (described.custom_inference, "it declares its own type inference (getTypeInference, "
-                                                       "getResultType), which the job does not run yet")):
+                                                       "getResultType), which the job does not run yet"),
+                          (table and described.finishes, "it overrides finish(), whose rows (collected at the end "
+                                                         "of a bounded input) the job does not emit")):
             if flag:
                 raise PipelineError(f"{what} ({declared.class_name}): {why}")
         if described.no_instance is not None:
             raise PipelineError(f"{what}: {declared.class_name} cannot be instantiated with no arguments "
                                 f"({described.no_instance})")
-        overloads = tuple(self._overload(declared, i, e) for i, e in enumerate(sorted(
+        overloads = tuple(self._overload(declared, i, e, described if table else None) for i, e in enumerate(sorted(
             described.evals, key=lambda e: e.method)))
         if not overloads:
             raise PipelineError(f"{what}: {declared.class_name} has no public eval method")
         deterministic = described.deterministic
-        return UserFunction(declared.name, declared.class_name, declared.system, overloads,
-                            register=lambda overload: self._register(declared, overload, deterministic))
+        return UserFunction(declared.name, declared.class_name, declared.system, overloads, kind=kind,
+                            register=lambda overload: self._register(declared, overload, deterministic, table))
 
     @staticmethod
-    def _overload(declared, index: int, described: EvalMethod) -> Overload:
+    def _overload(declared, index: int, described: EvalMethod, table=None) -> Overload:
+        """One eval method typed; ``table``: the table function's FunctionDescription (None:
+        a scalar function)."""
         params = described.params
         spark_name = "flink_udf_" + re.sub(r"\W", "_", declared.class_name) + f"_{index}"
         base = dict(method=described.method, arity=len(params), spark_name=spark_name, varargs=described.varargs)
         if described.varargs:
             return Overload(**base, refusal=f"eval with variable arguments ({described.method}) is not "
                                             f"supported yet")
-        if described.function_hint:
-            return Overload(**base, refusal=f"eval with @FunctionHint ({described.method}) is not supported yet")
+        if described.function_hint or (described.hinted_output is not None and table is None):
+            return Overload(**base, refusal=f"eval with @FunctionHint ({described.method}) is not supported yet"
+                                            + (" (only its output = @DataTypeHint(…))" if table is not None else ""))
         if len(params) > MAX_ARGS or not params:
             return Overload(**base, refusal=f"eval of {len(params)} arguments is not supported (1 to {MAX_ARGS})")
         try:
             types = tuple(java_type(p.class_name, p.hint, f"parameter {i + 1} of {described.method}")
                           for i, p in enumerate(params))
-            result = java_type(described.returns.class_name, described.returns.hint,
-                               f"the result of {described.method}")
+            if table is None:
+                result, rows = java_type(described.returns.class_name, described.returns.hint,
+                                         f"the result of {described.method}"), False
+            else:
+                result, rows = table_output(table.output.class_name, _output_hint(table, described),
+                                            f"the output of {declared.class_name}")
         except ValueError as exc:
             return Overload(**base, refusal=str(exc))
-        return Overload(**base, params=types, result=result)
+        return Overload(**base, params=types, result=result, row_output=rows)
 
-    def _register(self, declared, overload: Overload, deterministic: bool) -> None:
+    def _register(self, declared, overload: Overload, deterministic: bool, table: bool = False) -> None:
         if overload.spark_name in self._registered:
             return
-        spec = ScalarFunction(name=overload.spark_name, class_name=declared.class_name, method=overload.method,
-                              result_type=overload.result.spark, deterministic=deterministic)
-        static_call(self.spark, BRIDGE, "register", (SESSION, self.spark._jsparkSession),
-                    ("java.lang.String", to_json(spec)))
+        if table:
+            spec = TableFunction(name=overload.spark_name, class_name=declared.class_name, method=overload.method,
+                                 output_type=output_struct(overload.result), row_output=overload.row_output,
+                                 deterministic=deterministic)
+        else:
+            spec = ScalarFunction(name=overload.spark_name, class_name=declared.class_name, method=overload.method,
+                                  result_type=overload.result.spark, deterministic=deterministic)
+        static_call(self.spark, BRIDGE, "registerTable" if table else "register",
+                    (SESSION, self.spark._jsparkSession), ("java.lang.String", to_json(spec)))
         self._registered.add(overload.spark_name)
 
     # ------------------------------------------------------------------ jars
@@ -149,6 +169,31 @@ class PipelineFunctions:
             if path not in added:
                 add_jar(self.spark, path)
                 added.add(path)
+
+
+def _output_hint(table: FunctionDescription, method: EvalMethod) -> Optional[str]:
+    """The hint that types a table function's output for one eval method, in Flink's order:
+    a @FunctionHint output on the method or the class (two different ones: Flink's error),
+    then one @DataTypeHint on the method or the class (two different ones: Flink's error)."""
+    if method.hinted_output is not None and table.hinted_output is not None \
+            and method.hinted_output != table.hinted_output:
+        raise ValueError(f"{method.method}: its @FunctionHint's output and the class's differ (Flink: Function "
+                         f"hints that lead to ambiguous results are not allowed)")
+    if method.hinted_output is not None or table.hinted_output is not None:
+        return method.hinted_output if method.hinted_output is not None else table.hinted_output
+    hints = {h for h in (method.returns.hint, table.output.hint) if h}
+    if len(hints) > 1:
+        raise ValueError("More than one data type hint found for output of function (Flink: Please use a function "
+                         "hint instead)")
+    return hints.pop() if hints else None
+
+
+def output_struct(output) -> str:
+    """The Spark struct of one output row of a table function of output type ``output``: a
+    ROW's fields under their own names, an atomic type's one field (``f0``)."""
+    if output.name == "ROW":
+        return output.spark
+    return f"struct<f0:{output.spark}>"
 
 
 def split_jars(value: str) -> list[str]:

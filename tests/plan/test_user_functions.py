@@ -48,8 +48,7 @@ def test_calls_flink_rejects_are_refused_where_they_are(spark, people, function,
 
 
 @pytest.mark.parametrize("declaration, message", [
-    (f"CREATE FUNCTION f AS '{PKG}.Words' USING JAR '{{jar}}'", "streamsql.testudf.Words is a Flink table function, "
-                                                                "which the job does not run yet"),
+    ("CREATE FUNCTION f AS 'java.lang.String' USING JAR '{jar}'", "java.lang.String is not a Flink function class"),
     ("CREATE FUNCTION f AS 'com.example.Missing' USING JAR '{jar}'", "class 'com.example.Missing' cannot be loaded"),
     (f"CREATE FUNCTION f AS '{PKG}.Greet' USING JAR '/nonexistent/functions.jar'",
      "jar '/nonexistent/functions.jar' does not exist"),
@@ -85,7 +84,7 @@ def test_a_pipeline_with_a_function_runs_once_into_its_sink(spark, tmp_path):
     """)
     dry = job("--dry-run", str(pipeline), cwd=tmp_path)
     assert dry.returncode == 0, dry.stderr[-3000:]
-    assert f"function count_char: Java class {PKG}.CountChar [Flink scalar function" in dry.stdout
+    assert f"function count_char: Java class {PKG}.CountChar [Flink user-defined function" in dry.stdout
     done = job("--once", str(pipeline), "--checkpoint-dir", str(tmp_path / "cp"), cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     written = spark.read.schema("id INT, c BIGINT, g STRING").json(str(out))

@@ -91,10 +91,6 @@ def parse_query(text: str, origin: Origin, statement: Optional[str] = None) -> Q
         word = token.text.upper()
         if word in REFUSED_KEYWORDS and token.token_type != TokenType.IDENTIFIER:
             raise fail(token.start, REFUSED_KEYWORDS[word])
-    for token in tokens:
-        if token.token_type == TokenType.LATERAL:
-            raise fail(token.start, "LATERAL TABLE (user-defined table functions) is not supported yet",
-                       hint="CROSS JOIN UNNEST(array) expands an array into rows")
     try:
         trees = DIALECT.parser().parse(tokens, text)
     except ParseError as exc:

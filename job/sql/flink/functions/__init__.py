@@ -289,6 +289,14 @@ def _user_entry(user) -> Function:
     return Function(user.name.upper(), "user-defined", f"{user.name}(…)", kind=SCALAR)
 
 
+def call_table(tr, node: exp.Anonymous, user):
+    """``LATERAL TABLE(f(…))``'s call of the user's function ``user`` (job.plan.lateral),
+    checked and typed as Flink checks a table function's call."""
+    from job.sql.flink.functions.user import call_table_function
+
+    return call_table_function(Call(tr, node, _user_entry(user)), user)
+
+
 # Functions Flink accepts an untyped NULL argument of (its newer functions, with their own
 # type inference); the others are Calcite's and reject it ("Illegal use of 'NULL'").
 NULL_ARGUMENTS = frozenset({

@@ -1,4 +1,4 @@
-"""Calls of Flink user-defined scalar functions (``CREATE FUNCTION f AS 'com.example.F'``).
+"""Calls of Flink user-defined scalar and table functions (``CREATE FUNCTION f AS 'com.example.F'``).
 
 A :class:`UserFunction` is what the planner learnt of the class (job.plan.user_functions
 reads it in the JVM): its ``eval`` methods, each typed here the way Flink's reflective
@@ -13,6 +13,11 @@ parameter, nullability included (a nullable column is no argument for a primitiv
 overloads accept the arguments, the one whose parameters are the arguments' own types is
 taken; a call Flink would have to choose for by its own ranking is refused, as is a call
 that could mean an overload whose types the job cannot pass (an ``ARRAY``, a ``Row`` …).
+
+A table function's output (:func:`table_output`) is typed as Flink extracts it: a
+``@FunctionHint(output = @DataTypeHint("ROW<…>"))`` on the method or the class, else a
+``@DataTypeHint`` on the method or the class, else the Java class its ``TableFunction<T>``
+binds T to (``String`` → ``STRING``, ``Integer`` → ``INT`` …); a ``Row`` needs a hint.
 """
 from __future__ import annotations
 
@@ -48,6 +53,12 @@ for _primitive, _box, _flink in (("boolean", "Boolean", "BOOLEAN"), ("byte", "By
     _JAVA[f"java.lang.{_box}"] = (t(_flink), (_flink,))
 
 
+ROW_CLASS = "org.apache.flink.types.Row"
+# The types of a table function's output fields: those the job passes from a function.
+_PASSED = frozenset({"CHAR", "VARCHAR", "BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE",
+                     "DECIMAL", "DATE", "TIMESTAMP", "TIMESTAMP_LTZ", "BINARY", "VARBINARY"})
+
+
 def java_type(java_class: str, hint: Optional[str], what: str) -> LogicalType:
     """The Flink type of a parameter or result of Java class ``java_class`` with the
     ``@DataTypeHint`` text ``hint`` (None: no hint); raises ValueError saying why not."""
@@ -71,6 +82,40 @@ def java_type(java_class: str, hint: Optional[str], what: str) -> LogicalType:
     return hinted.nullable_as(False) if primitive else hinted
 
 
+def table_output(generic: Optional[str], hint: Optional[str], what: str) -> tuple[LogicalType, bool]:
+    """A table function's output type — a ROW, or an atomic type for one column — and
+    whether it collects Flink ``Row``s, from the Java class its ``TableFunction<T>`` binds T
+    to (``generic``; None: left open) and the hint that types it (None: none); raises
+    ValueError saying why not."""
+    if hint:
+        try:
+            hinted = logical_type(hint)
+        except PipelineError as exc:
+            raise ValueError(f"{what}: @DataTypeHint(\"{hint}\") is not a type the job knows ({exc.message})") \
+                from None
+        if hinted.name == "ROW":
+            if generic not in (None, ROW_CLASS, "java.lang.Object"):
+                raise ValueError(f"{what}: @DataTypeHint(\"{hint}\") does not fit its Java class {generic}")
+            for name, field in zip(hinted.field_names, hinted.children):
+                if field.name not in _PASSED:
+                    raise ValueError(f"{what}: its field {name} is {field}, which the job cannot pass from a "
+                                     f"function yet")
+            return hinted, True
+        if generic in (None, "java.lang.Object"):
+            if hinted.name not in _PASSED:
+                raise ValueError(f"{what} is {hinted}, which the job cannot pass from a function yet")
+            return hinted, False
+        return java_type(generic, hint, what), False
+    if generic == ROW_CLASS:
+        raise ValueError(f"{what}: could not extract a data type from 'class {ROW_CLASS}' (Flink: Cannot extract "
+                         f"a data type from a pure '{ROW_CLASS}' class. Please use annotations to define field "
+                         f"names and field types)")
+    if generic is None:
+        raise ValueError(f"{what}: the class leaves TableFunction's type parameter open, which Flink cannot "
+                         f"type without a hint")
+    return java_type(generic, None, what), False
+
+
 @dataclass(frozen=True)
 class Overload:
     """One public ``eval`` method: its Flink parameter and result types, or why the job
@@ -79,10 +124,11 @@ class Overload:
     method: str                               # Java's Method.toGenericString(), its identity
     arity: int
     params: tuple[LogicalType, ...] = ()
-    result: Optional[LogicalType] = None
+    result: Optional[LogicalType] = None      # a table function's: its output type (a ROW or atomic)
     refusal: Optional[str] = None
     spark_name: str = ""                      # the Spark function it is registered as
     varargs: bool = False
+    row_output: bool = False                  # a table function collecting Flink Rows (result: a ROW)
 
     def takes(self, n: int) -> bool:
         return self.arity == n or (self.varargs and n >= self.arity - 1)
@@ -95,6 +141,7 @@ class UserFunction:
     system: bool                               # TEMPORARY SYSTEM: before the built-in functions
     overloads: tuple[Overload, ...]
     declared_at: str = ""                      # "file:line:col" of its CREATE FUNCTION
+    kind: str = "scalar"                       # Flink's kind: scalar or table
     register: Callable[[Overload], None] = field(default=lambda overload: None, compare=False, repr=False)
 
 
@@ -128,6 +175,28 @@ def _same_types(args: list[LogicalType], params: tuple[LogicalType, ...]) -> boo
 def call_user_function(call, fn: UserFunction) -> Typed:
     """``fn(args…)`` (``call``: the library's :class:`Call`) as a call of the Spark function
     registered for the chosen ``eval`` method."""
+    if fn.kind != "scalar":
+        call.refuse(f"Cannot call table function here: '{fn.name}'",
+                    hint="a table function is called in FROM: FROM t, LATERAL TABLE(f(…))")
+    chosen, passed = _chosen(call, fn)
+    return Typed(f"`{chosen.spark_name}`({', '.join(passed)})", chosen.result)
+
+
+def call_table_function(call, fn: UserFunction) -> Typed:
+    """``LATERAL TABLE(fn(args…))``'s call: the Spark function registered for the chosen
+    ``eval`` method, whose value is the array of the rows it collected; typed as the
+    function's output (a ROW, or the one column's type)."""
+    if fn.kind != "table":
+        call.refuse(f"Function '{fn.name}' cannot be used as a table function",
+                    hint=f"{fn.class_name} is a Flink {fn.kind} function; a table function extends "
+                         f"org.apache.flink.table.functions.TableFunction")
+    chosen, passed = _chosen(call, fn)
+    return Typed(f"`{chosen.spark_name}`({', '.join(passed)})", chosen.result)
+
+
+def _chosen(call, fn: UserFunction) -> tuple[Overload, list[str]]:
+    """The ``eval`` method a call means, as Flink checks the call, registered; and the
+    arguments' Spark SQL, each cast to its parameter where Flink casts it implicitly."""
     n = len(call)
     args = [call.arg(i) for i in range(n)]
     types = [a.type for a in args]
@@ -155,4 +224,4 @@ def call_user_function(call, fn: UserFunction) -> Typed:
     for value, param in zip(args, chosen.params):
         same = value.type.nullable_as(param.nullable) == param or (value.type.is_character and param.is_character)
         passed.append(value.sql if same else call.tr.cast(value, param.nullable_as(value.type.nullable)).sql)
-    return Typed(f"`{chosen.spark_name}`({', '.join(passed)})", chosen.result)
+    return chosen, passed

@@ -11,13 +11,21 @@ import java.util.List;
  * "other", no evals); {@code noInstance}: why it cannot be made with no arguments. The kind
  * is Flink's: "scalar", "table", "aggregate", "table aggregate", "async scalar", "async
  * table", "process table", or "other" for a class that is no Flink function.
+ *
+ * <p>The class's {@code @FunctionHint}: {@code hintedOutput}, the type text of its
+ * {@code output} (null: none); {@code functionHint}, it declares more than that (or there are
+ * several). A table function's {@code output}: the Java class its {@code TableFunction<T>}
+ * binds T to (class name null when the class leaves T open) and the class's
+ * {@code @DataTypeHint} (null for none); null for other kinds. {@code finishes}: the class
+ * overrides {@code finish()}, which Flink calls at the end of a bounded input.
  */
 public record FunctionDescription(String kind, String missing, String noInstance, boolean abstractClass,
-                                  boolean functionHint, boolean customInference, boolean deterministic,
+                                  boolean functionHint, String hintedOutput, boolean customInference,
+                                  boolean deterministic, JavaValue output, boolean finishes,
                                   List<EvalMethod> evals) implements java.io.Serializable {
 
   /** A class that cannot be loaded, and why. */
   public static FunctionDescription missing(String why) {
-    return new FunctionDescription("other", why, null, false, false, false, true, List.of());
+    return new FunctionDescription("other", why, null, false, false, null, false, true, null, false, List.of());
   }
 }

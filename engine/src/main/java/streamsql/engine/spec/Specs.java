@@ -30,7 +30,8 @@ public final class Specs {
       Materialize.class, NetChanges.class, Rank.class, CurrentWatermark.class, Over.class, TemporalJoin.class,
       LookupJoin.class, WindowRank.class, WindowJoin.class, SessionRows.class, NumberRows.class, TemporalSort.class);
   /** What the engine's column expressions read (not operators). */
-  public static final List<Class<? extends Record>> EXPRESSIONS = List.of(JsonDecoding.class, ScalarFunction.class);
+  public static final List<Class<? extends Record>> EXPRESSIONS = List.of(JsonDecoding.class, ScalarFunction.class,
+      TableFunction.class);
   /** What the engine answers the planner and the run (job/changelog/replies.py), not specs it reads. */
   public static final List<Class<? extends Record>> REPLIES = List.of(FunctionDescription.class, QueryEvent.class);
   public static final List<Class<? extends Record>> PARTS = List.of(SortKey.class, AggregateCall.class,

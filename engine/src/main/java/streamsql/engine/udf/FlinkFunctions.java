@@ -3,8 +3,14 @@ package streamsql.engine.udf;
 import java.lang.annotation.Annotation;
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
+import java.lang.reflect.ParameterizedType;
+import java.lang.reflect.Type;
+import java.lang.reflect.TypeVariable;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.Objects;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.api.java.UDF1;
 import org.apache.spark.sql.api.java.UDF10;
@@ -19,21 +25,25 @@ import org.apache.spark.sql.api.java.UDF9;
 import org.apache.spark.sql.expressions.UserDefinedFunction;
 import org.apache.spark.sql.functions;
 import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.StructType;
 import streamsql.engine.spec.EvalMethod;
 import streamsql.engine.spec.FunctionDescription;
 import streamsql.engine.spec.JavaValue;
 import streamsql.engine.spec.ScalarFunction;
 import streamsql.engine.spec.Specs;
+import streamsql.engine.spec.TableFunction;
 
 /**
- * Flink user-defined scalar functions (classes extending Flink's {@code ScalarFunction}) on
- * Spark, as the planner calls them through py4j (job/plan/user_functions.py).
+ * Flink user-defined scalar and table functions (classes extending Flink's
+ * {@code ScalarFunction} or {@code TableFunction}) on Spark, as the planner calls them
+ * through py4j (job/plan/user_functions.py).
  *
  * <p>The planner first asks {@link #describe} what the class is: its Flink kind and its
  * public {@code eval} methods, each parameter's and the result's Java class and
- * {@code @DataTypeHint}. It types the call from that with Flink's rules, picks the
- * overload, and then {@link #register}s that one method as a Spark function, which a query
- * calls by name. Nothing here is compiled against Flink: its classes are reached by
+ * {@code @DataTypeHint}, and a table function's output as its class declares it. It types
+ * the call from that with Flink's rules, picks the overload, and then {@link #register}s
+ * (or {@link #registerTable}s) that one method as a Spark function, which a query calls by
+ * name. Nothing here is compiled against Flink: its classes are reached by
  * reflection through the session's class loader, where the pipeline's jars and Flink's
  * function API (jars/flink/) were added.
  */
@@ -82,18 +92,78 @@ public final class FlinkFunctions {
       for (int i = 0; i < types.length; i++) {
         params.add(new JavaValue(types[i].getName(), hint(hints[i])));
       }
-      evals.add(new EvalMethod(m.toGenericString(), m.isVarArgs(), functionHint(m.getAnnotations()), params,
+      Hint methodHint = functionHint(m.getAnnotations());
+      evals.add(new EvalMethod(m.toGenericString(), m.isVarArgs(), methodHint.more(), methodHint.output(), params,
           new JavaValue(m.getReturnType().getName(), hint(m.getAnnotations()))));
     }
-    return new FunctionDescription(kind(cls), null, noInstance, Modifier.isAbstract(cls.getModifiers()),
-        functionHint(cls.getAnnotations()),
+    String kind = kind(cls);
+    Hint classHint = functionHint(cls.getAnnotations());
+    JavaValue output = kind.equals("table")
+        ? new JavaValue(tableOutput(cls), hint(cls.getAnnotations())) : null;
+    return new FunctionDescription(kind, null, noInstance, Modifier.isAbstract(cls.getModifiers()),
+        classHint.more(), classHint.output(),
         overridden(cls, "getTypeInference") || overridden(cls, "getResultType")
             || overridden(cls, "getParameterTypes"),
-        deterministic, evals);
+        deterministic, output, overridden(cls, "finish"), evals);
   }
 
-  private static boolean functionHint(Annotation[] annotations) {
-    return hasAnnotation(annotations, "FunctionHint") || hasAnnotation(annotations, "FunctionHints");
+  /**
+   * A {@code @FunctionHint}'s {@code output} type text (null: none), and whether it (or
+   * several of them, {@code @FunctionHints}) declares anything else.
+   */
+  record Hint(String output, boolean more) {}
+
+  private static Hint functionHint(Annotation[] annotations) throws ReflectiveOperationException {
+    if (hasAnnotation(annotations, "FunctionHints")) {
+      return new Hint(null, true);
+    }
+    for (Annotation a : annotations) {
+      if (!a.annotationType().getName().equals("org.apache.flink.table.annotation.FunctionHint")) {
+        continue;
+      }
+      String output = null;
+      boolean more = false;
+      for (Method m : a.annotationType().getDeclaredMethods()) {
+        Object value = m.invoke(a);
+        if (m.getName().equals("output")) {
+          Object text = ((Annotation) value).annotationType().getMethod("value").invoke(value);
+          output = text == null || text.toString().isEmpty() ? null : text.toString();
+        } else if (!Objects.deepEquals(value, m.getDefaultValue())) {
+          more = true;
+        }
+      }
+      return new Hint(output, more);
+    }
+    return new Hint(null, false);
+  }
+
+  /**
+   * The Java class a table function's class binds {@code TableFunction<T>}'s T to, through
+   * its superclasses' type parameters; null when it stays a type variable (or is a wildcard
+   * or a generic array). A parameterized class gives its raw class ({@code List<String>}: List).
+   */
+  static String tableOutput(Class<?> cls) {
+    Map<TypeVariable<?>, Type> bound = new HashMap<>();
+    for (Class<?> c = cls; c != null && c != Object.class; c = c.getSuperclass()) {
+      if (!(c.getGenericSuperclass() instanceof ParameterizedType p)) {
+        continue;
+      }
+      Class<?> raw = (Class<?>) p.getRawType();
+      TypeVariable<?>[] vars = raw.getTypeParameters();
+      Type[] actual = p.getActualTypeArguments();
+      for (int i = 0; i < vars.length; i++) {
+        Type a = actual[i];
+        bound.put(vars[i], a instanceof TypeVariable<?> v && bound.containsKey(v) ? bound.get(v) : a);
+      }
+      if (raw.getName().equals(FLINK + "TableFunction")) {
+        Type t = bound.get(vars[0]);
+        if (t instanceof ParameterizedType pt) {
+          t = pt.getRawType();
+        }
+        return t instanceof Class<?> k ? k.getName() : null;
+      }
+    }
+    return null;
   }
 
   /**
@@ -103,12 +173,29 @@ public final class FlinkFunctions {
    */
   public static void register(SparkSession spark, String json) throws Exception {
     ScalarFunction spec = Specs.read(json, ScalarFunction.class);
-    String className = spec.className();
-    String method = spec.method();
-    Method eval = ScalarCall.evalMethod(Class.forName(className, true, loader(spark)), method);
+    Method eval = FlinkCall.evalMethod(Class.forName(spec.className(), true, loader(spark)), spec.method());
     DataType type = DataType.fromDDL(spec.resultType());
-    ScalarCall call = new ScalarCall(className, method, eval.getParameterCount(), type);
-    UserDefinedFunction udf = switch (eval.getParameterCount()) {
+    ScalarCall call = new ScalarCall(spec.className(), spec.method(), eval.getParameterCount(), type);
+    register(spark, spec.name(), call, eval.getParameterCount(), type, spec.deterministic());
+  }
+
+  /**
+   * Registers the function a {@link TableFunction} spec describes: its {@code eval} method
+   * as the Spark function of its name returning, per call, the array of the rows it
+   * collected (structs of its output type, a Spark DDL struct).
+   */
+  public static void registerTable(SparkSession spark, String json) throws Exception {
+    TableFunction spec = Specs.read(json, TableFunction.class);
+    Method eval = FlinkCall.evalMethod(Class.forName(spec.className(), true, loader(spark)), spec.method());
+    StructType output = (StructType) DataType.fromDDL(spec.outputType());
+    TableCall call = new TableCall(spec.className(), spec.method(), eval.getParameterCount(), output,
+        spec.rowOutput());
+    register(spark, spec.name(), call, eval.getParameterCount(), call.resultType(), spec.deterministic());
+  }
+
+  private static void register(SparkSession spark, String name, FlinkCall call, int arity, DataType type,
+      boolean deterministic) {
+    UserDefinedFunction udf = switch (arity) {
       case 1 -> functions.udf((UDF1<Object, Object>) call, type);
       case 2 -> functions.udf((UDF2<Object, Object, Object>) call, type);
       case 3 -> functions.udf((UDF3<Object, Object, Object, Object>) call, type);
@@ -124,9 +211,9 @@ public final class FlinkFunctions {
           (UDF10<Object, Object, Object, Object, Object, Object, Object, Object, Object, Object, Object>) call,
           type);
       default -> throw new IllegalArgumentException(
-          "a function of " + eval.getParameterCount() + " arguments (1 to " + ScalarCall.MAX_ARGS + " run)");
+          "a function of " + arity + " arguments (1 to " + FlinkCall.MAX_ARGS + " run)");
     };
-    spark.udf().register(spec.name(), spec.deterministic() ? udf : udf.asNondeterministic());
+    spark.udf().register(name, deterministic ? udf : udf.asNondeterministic());
   }
 
   private static String kind(Class<?> cls) {
