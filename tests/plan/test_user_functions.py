@@ -5,32 +5,21 @@ name at its CREATE FUNCTION, jars come from Flink's three places, and a pipeline
 function runs from the command line into a real sink."""
 from __future__ import annotations
 
-import json
 
 import pytest
 from chispa import assert_df_equality
 
 from job.api import collect
-from job.errors import PipelineError
 from tests.e2e.test_cli import error_of, job
-from tests.support.user_functions import udf_jar
+from tests.support.user_functions import people_table, refusal, udf_jar
 
 PKG = "streamsql.testudf"
 
 
 @pytest.fixture(scope="module")
 def people(tmp_path_factory):
-    root = tmp_path_factory.mktemp("udf-people")
-    rows = [{"id": 1, "name": "cecilia", "n": 2}, {"id": 2, "name": None, "n": None}]
-    (root / "part-0").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return (f"CREATE TABLE people (id INT, name STRING, n INT) WITH ('connector' = 'filesystem', "
-            f"'path' = '{root}', 'format' = 'json')")
-
-
-def refusal(spark, statements, query) -> PipelineError:
-    with pytest.raises(PipelineError) as info:
-        collect(statements, query, spark=spark)
-    return info.value
+    return people_table(tmp_path_factory.mktemp("udf-people"),
+                        [{"id": 1, "name": "cecilia", "n": 2}, {"id": 2, "name": None, "n": None}])
 
 
 @pytest.mark.parametrize("function, query, message", [

@@ -5,19 +5,16 @@ anything runs; a pipeline with a table function runs from the command line into 
 outputs are typed from the class's hints and generic type as Flink types them."""
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
 from chispa import assert_df_equality
 
-from job.api import collect
 from job.changelog.replies import EvalMethod, FunctionDescription, JavaValue
-from job.errors import PipelineError
 from job.plan.user_functions import _output_hint
 from job.sql.flink.functions.user import ROW_CLASS, table_output
 from tests.e2e.test_cli import job
-from tests.support.user_functions import udf_jar
+from tests.support.user_functions import people_table, refusal, udf_jar
 
 PKG = "streamsql.testudf"
 FROM = "SELECT * FROM people, LATERAL TABLE("  # the call after it starts at column 37
@@ -25,17 +22,8 @@ FROM = "SELECT * FROM people, LATERAL TABLE("  # the call after it starts at col
 
 @pytest.fixture(scope="module")
 def people(tmp_path_factory):
-    root = tmp_path_factory.mktemp("udtf-people")
-    rows = [{"id": 1, "name": "ada lovelace", "n": 2}, {"id": 2, "name": None, "n": None}]
-    (root / "part-0").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return (f"CREATE TABLE people (id INT, name STRING, n INT) WITH ('connector' = 'filesystem', "
-            f"'path' = '{root}', 'format' = 'json')")
-
-
-def refusal(spark, statements, query) -> PipelineError:
-    with pytest.raises(PipelineError) as info:
-        collect(statements, query, spark=spark)
-    return info.value
+    return people_table(tmp_path_factory.mktemp("udtf-people"),
+                        [{"id": 1, "name": "ada lovelace", "n": 2}, {"id": 2, "name": None, "n": None}])
 
 
 @pytest.mark.parametrize("function, query, message, column", [

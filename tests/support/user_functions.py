@@ -39,3 +39,25 @@ def udf_jar() -> Path:
 def with_udf_jar(statement: str) -> str:
     """``statement`` with ``${UDF_JAR}`` replaced by the built jar's path."""
     return statement.replace(PLACEHOLDER, str(udf_jar())) if PLACEHOLDER in statement else statement
+
+
+def people_table(root: Path, rows: list) -> str:
+    """The CREATE TABLE of ``people`` (id INT, name STRING, n INT), its ``rows`` written
+    under ``root``: the table the user-function tests call their functions on."""
+    import json
+
+    (root / "part-0").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return (f"CREATE TABLE people (id INT, name STRING, n INT) WITH ('connector' = 'filesystem', "
+            f"'path' = '{root}', 'format' = 'json')")
+
+
+def refusal(spark, statements, query):
+    """The PipelineError collecting ``query`` after ``statements`` raises (it must raise)."""
+    import pytest
+
+    from job.api import collect
+    from job.errors import PipelineError
+
+    with pytest.raises(PipelineError) as info:
+        collect(statements, query, spark=spark)
+    return info.value

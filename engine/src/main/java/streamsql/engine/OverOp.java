@@ -108,19 +108,9 @@ final class OverOp extends TimedOperator {
       progress.update(RowFactory.create(seq, emitted));
       return;
     }
-    boolean any = false;
-    while (input.hasNext()) {
-      Row r = input.next();
-      long t = millis(r, timeAt);
-      if (t == Long.MIN_VALUE || t <= emitted) {
-        continue; // late (or no time): Flink drops it
-      }
-      pending.updateValue(RowFactory.create(t, seq++), r);
-      getHandle().registerTimer(t);
-      any = true;
-    }
-    if (any) {
-      progress.update(RowFactory.create(seq, emitted));
+    long next = hold(input, timeAt, emitted, seq, pending);
+    if (next != seq) {
+      progress.update(RowFactory.create(next, emitted));
     }
   }
 

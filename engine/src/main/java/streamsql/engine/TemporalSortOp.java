@@ -71,21 +71,9 @@ final class TemporalSortOp extends TimedOperator {
     long seq = p == null ? 0 : p.getLong(0);
     long emitted = p == null ? Long.MIN_VALUE : p.getLong(1);
     long flushed = p == null ? Long.MIN_VALUE : p.getLong(2);
-    long first = seq;
-    while (input.hasNext()) {
-      Row r = input.next();
-      long t = millis(r, timeAt);
-      if (t == Long.MIN_VALUE || t <= emitted) {
-        continue; // late (or no time): Flink drops it
-      }
-      pending.updateValue(RowFactory.create(t, seq++), r);
-      // A row the watermark has passed already (but after the last time emitted) is not
-      // late: Spark fires its timer after this batch's input, as Flink fires it at the next
-      // watermark (rows an operator before this one emits are such rows).
-      getHandle().registerTimer(t);
-    }
-    if (seq != first) {
-      progress.update(RowFactory.create(seq, emitted, flushed));
+    long next = hold(input, timeAt, emitted, seq, pending);
+    if (next != seq) {
+      progress.update(RowFactory.create(next, emitted, flushed));
     }
   }
 

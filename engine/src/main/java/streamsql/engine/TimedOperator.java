@@ -66,6 +66,28 @@ abstract class TimedOperator extends StatefulProcessor<Row, Row, Row> {
   @Override
   public void close() {}
 
+  /**
+   * The input rows whose time (column {@code timeAt}) is after {@code emitted}, put in
+   * {@code pending} under (time, arrival number from {@code seq}), each with a timer at its
+   * time; a row at or before the last time emitted is late and dropped, as Flink drops it
+   * (so is a row without a time). A row the watermark has passed already but that is not
+   * late still waits for its timer: Spark fires it after this batch's input, as Flink fires
+   * it at the next watermark. Returns the next arrival number.
+   */
+  final long hold(java.util.Iterator<Row> input, int timeAt, long emitted, long seq,
+                  org.apache.spark.sql.streaming.MapState<Row, Row> pending) {
+    while (input.hasNext()) {
+      Row r = input.next();
+      long t = millis(r, timeAt);
+      if (t == Long.MIN_VALUE || t <= emitted) {
+        continue;
+      }
+      pending.updateValue(org.apache.spark.sql.RowFactory.create(t, seq++), r);
+      getHandle().registerTimer(t);
+    }
+    return seq;
+  }
+
   /** A long column's value; NULL as Long.MIN_VALUE (a NULL time never fires). */
   static long millis(Row row, int at) {
     return row.isNullAt(at) ? Long.MIN_VALUE : ((Number) row.get(at)).longValue();
