@@ -175,7 +175,8 @@ public final class ConfluentAvro extends Expression implements CodegenFallback, 
     } catch (RefusedException e) {
       throw new IllegalStateException("table '" + table + "': the schema registry at " + url + " answered HTTP "
           + e.status + " to the request for schema id " + id + (e.status == 401 || e.status == 403
-          ? " (check 'avro-confluent.basic-auth.user-info')" : ""));
+          ? " (check the format's 'basic-auth.user-info' option: 'avro-confluent.…' or "
+            + "'debezium-avro-confluent.…')" : ""));
     } catch (IOException e) {
       throw new IllegalStateException("table '" + table + "': the schema registry at " + url
           + " cannot be reached to fetch schema id " + id + ": " + e.getMessage());
