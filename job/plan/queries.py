@@ -104,6 +104,7 @@ def plan_query(spark, catalog, conf, query, checkpoint: str, *, tables=(), once:
                                real_time=real_time, table_watermarks=table_watermarks)
         planner = new_planner(spark, catalog, conf, reading.open)
         planner.table_watermarks = table_watermarks
+        reading.settings = planner.settings
         try:
             return planner, planner.plan(query), reading
         except PlanAgain:  # a window on processing time: without the tables' watermarks

@@ -105,8 +105,15 @@ class QuerySources:
     waiting_tables: int = 1  # of the query's tables, how many wait for records (registry.waiting_tables)
     real_time: bool = False  # the query starts in real-time mode (job.plan.real_time)
     table_watermarks: bool = True  # False: without the tables' WATERMARKs (job.plan.processing_time)
+    settings: object = None  # the query's translation settings (its functions), for computed columns
 
     def open(self, table, ordered: bool = True):
+        from job.sql.flink.columns import opening_sources
+
+        with opening_sources(self.settings):
+            return self._open(table, ordered)
+
+    def _open(self, table, ordered: bool):
         return open_source(self.spark, table, once=self.once, offline=self.offline, opened=self.opened,
                            checkpoint=self.checkpoint, end_of_input=self.end_of_input, ordered=ordered,
                            waiting_tables=self.waiting_tables, real_time=self.real_time,

@@ -17,7 +17,8 @@ or generated from a seed) — and cases, each a query over them:
         ordered: true                                              # the rows' order is the answer (a sorted stream)
         known_difference: "why"                                    # an open gap: xfail until fixed
         statements: ["SET 'k' = 'v'", "CREATE VIEW …"]             # optional, before the query
-                     # (${UDF_JAR}: the jar of tests/flink/udf/'s functions)
+                     # (${UDF_JAR}: the jar of tests/flink/udf/'s functions; ${PATH:t}:
+                     # table t's data directory, for a case's own CREATE TABLE over it)
 
 Both engines read the same files through the same CREATE TABLE (connector
 'filesystem'). Flink runs every case in one JVM (tests/flink/oracle.py), in the
@@ -170,7 +171,7 @@ def load_cases(data_root: Path, only: Optional[str] = None) -> list[Case]:
             statements.append(ddl(name, table, directory))
         data = json.dumps(tables, sort_keys=True, default=str)
         for item in spec.get("cases", []):
-            own = [with_udf_jar(s) for s in item.get("statements", [])]
+            own = [_with_table_paths(with_udf_jar(s), data_root / group) for s in item.get("statements", [])]
             case = Case(item["name"], group, item["query"].strip(), statements + own,
                         item.get("time_zone", "UTC"), item.get("note", ""),
                         known_difference=item.get("known_difference", ""), ordered=bool(item.get("ordered")))
@@ -178,6 +179,14 @@ def load_cases(data_root: Path, only: Optional[str] = None) -> list[Case]:
             if only is None or only in case.id:
                 cases.append(case)
     return cases
+
+
+def _with_table_paths(statement: str, tables_dir: Path) -> str:
+    """``statement`` with ``${PATH:name}`` replaced by the data directory of the case
+    file's table ``name`` (a case's own CREATE TABLE over the same files)."""
+    import re
+
+    return re.sub(r"\$\{PATH:(\w+)\}", lambda m: str(tables_dir / m.group(1)), statement)
 
 
 def flink_identity() -> str:

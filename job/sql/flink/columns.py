@@ -6,6 +6,8 @@ expression (:func:`computed_column`), and their Flink type becomes the column's 
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from functools import lru_cache
 from typing import Optional
 
@@ -50,9 +52,26 @@ def is_proctime(column) -> bool:
     return column.kind == "computed" and text == "PROCTIME()"
 
 
+# The translation settings of the query whose sources are being opened (its pipeline's
+# functions among them): a connector evaluates the computed columns of the table it reads
+# (job.connectors.rows.table_frame) without a planner at hand, and a computed column may
+# call a user's function as any query may.
+_OPENING: contextvars.ContextVar[Optional[Settings]] = contextvars.ContextVar("opening_settings", default=None)
+
+
+@contextlib.contextmanager
+def opening_sources(settings: Optional[Settings]):
+    """While a query's sources are opened, computed columns translate with ``settings``."""
+    token = _OPENING.set(settings)
+    try:
+        yield
+    finally:
+        _OPENING.reset(token)
+
+
 def computed_column(table, column, settings: Optional[Settings] = None) -> Typed:
     """Spark SQL computing a computed column, and its Flink type."""
-    return _computed(table, column.name, settings or Settings())
+    return _computed(table, column.name, settings or _OPENING.get() or Settings())
 
 
 @lru_cache(maxsize=512)
