@@ -30,8 +30,13 @@ def reader_options(options) -> dict:
 # A DECIMAL column is read as a VARIANT and then as text: Spark's reader writes a number
 # read as text through a double (0.1234567890123456789 loses its last digits), while a
 # VARIANT keeps a number without exponent of up to 38 digits exactly, as Flink's
-# BigDecimal does.
+# BigDecimal does. An INT or BIGINT column is read as a VARIANT too: Flink takes a JSON
+# number with a fraction there and cuts it (Jackson's canConvertToInt/asInt: 3.7 is 3,
+# -2.5 is -2, 1e3 is 1000, within the type's range), while the same digits written as a
+# string are an error (Integer.parseInt); TINYINT and SMALLINT parse the text either way.
 _INTEGERS = ("byte", "short", "integer", "long")
+_TRUNCATED = ("integer", "long")
+_RANGE = {"integer": (-2**31, 2**31 - 1), "long": (-2**63, 2**63 - 1)}
 _INTEGER_TEXT = r"^[+-]?[0-9]+$"
 _DECIMAL_TEXT = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"  # what java.math.BigDecimal reads
 
@@ -46,7 +51,8 @@ def lenient_schema(schema):
     from pyspark.sql.types import StringType, StructField, StructType, VariantType
 
     def read_as(data_type):
-        return VariantType() if data_type.typeName().startswith("decimal") else StringType()
+        kind = data_type.typeName()
+        return VariantType() if kind.startswith("decimal") or kind in _TRUNCATED else StringType()
 
     return StructType([StructField(f.name, read_as(f.dataType), True) if _lenient(f.dataType) else f
                        for f in schema.fields])
@@ -63,6 +69,12 @@ def convert(parsed, schema, ignore_errors: bool):
     for f in schema.fields:
         raw = parsed[f.name]
         kind = f.dataType.typeName()
+        if kind in _TRUNCATED:
+            value = _integer(raw, f.dataType)
+            raw = raw.cast("string")
+            columns.append(value.alias(f.name))
+            errors.append(F.when(raw.isNotNull() & value.isNull(), _field_error(f, raw)))
+            continue
         if kind.startswith("decimal"):
             raw = raw.cast("string")  # the VARIANT's text: a JSON null is NULL, a string its content
         if not _lenient(f.dataType):
@@ -78,11 +90,29 @@ def convert(parsed, schema, ignore_errors: bool):
         # A number too large for its DECIMAL(p, s) is NULL in Flink (DecimalData.fromBigDecimal),
         # not an error; only text that is no number is.
         wrong = raw.isNotNull() & (~raw.rlike(_DECIMAL_TEXT) if kind.startswith("decimal") else value.isNull())
-        errors.append(F.when(wrong,
-                             F.concat(F.lit(f"field '{f.name}': '"), F.substring(raw, 1, 50),
-                                      F.lit(f"' is no {f.dataType.simpleString().upper()} value"))))
+        errors.append(F.when(wrong, _field_error(f, raw)))
     error = F.coalesce(*errors) if errors and not ignore_errors else F.lit(None).cast("string")
     return F.struct(*columns), error
+
+
+def _field_error(f, raw):
+    from pyspark.sql import functions as F
+
+    return F.concat(F.lit(f"field '{f.name}': '"), F.substring(raw, 1, 50),
+                    F.lit(f"' is no {f.dataType.simpleString().upper()} value"))
+
+
+def _integer(variant, data_type):
+    """An INT or BIGINT column's value from its VARIANT, as Flink reads it: a JSON number
+    within the type's range cut toward zero, or a string of an integer (NULL otherwise)."""
+    from pyspark.sql import functions as F
+
+    low, high = _RANGE[data_type.typeName()]
+    number = F.try_variant_get(variant, "$", "decimal(38,18)")  # a long's 19 digits fit; beyond: NULL
+    is_number = F.schema_of_variant(variant).rlike(r"^(TINYINT|SMALLINT|INT|BIGINT|FLOAT|DOUBLE|DECIMAL)")
+    text = F.trim(variant.cast("string"))
+    return (F.when(is_number, F.when(number.between(low, high), number.cast(data_type)))
+            .when(text.rlike(_INTEGER_TEXT), text.try_cast(data_type)))
 
 
 def decode(value, schema, options) -> Decoded:
