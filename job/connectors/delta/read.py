@@ -59,7 +59,10 @@ def timestamp_ms(text: str) -> int:
 
 
 def reads_change_feed(table) -> bool:
-    return str(table.options.get("readChangeFeed", "false")).strip().lower() == "true"
+    """Is the table read as its change feed (a changelog)? From its raw options, as the
+    table's changelog mode is known before they are typed."""
+    options = getattr(table, "options", None) or {}
+    return str(options.get("readChangeFeed", "false")).strip().lower() == "true"
 
 
 def check_read(table, options: Mapping[str, Any]) -> None:
