@@ -52,6 +52,16 @@ def refused(t, role="source"):
     return e.value
 
 
+def test_timestamps_in_delta_flink_formats_are_utc():
+    from job.connectors.delta.read import timestamp_ms
+
+    assert timestamp_ms("1970-01-02") == 86_400_000
+    assert timestamp_ms("1970-01-01 00:00:01") == timestamp_ms("1970-01-01T00:00:01Z") == 1000
+    assert timestamp_ms("1970-01-01 00:00:01.5") == 1500
+    with pytest.raises(ValueError):
+        timestamp_ms("01/02/1970")
+
+
 def test_read_options_refused_by_name(tmp_path):
     def error(**options):
         return refused(table_sql("t", "id INT", tmp_path, **options))
@@ -82,6 +92,10 @@ def test_declared_columns_are_checked_against_the_table(spark, tmp_path):
     e = refused(table_sql("t", "id INT", path, mode="streaming", readChangeFeed="true"))
     assert e.option == "readChangeFeed" and "delta.enableChangeDataFeed" in e.message
     assert refused(table_sql("t", "id INT", path, versionAsOf="7")).option == "versionAsOf"
+    e = refused(table_sql("t", "id INT", path, timestampAsOf="2000-01-01"))
+    assert e.option == "timestampAsOf" and "before the table's first commit" in e.message
+    e = refused(table_sql("t", "id INT", path, mode="streaming", startingTimestamp="2999-01-01 00:00:00"))
+    assert e.option == "startingTimestamp" and "after the table's latest commit" in e.message
     # a wider declared type holds the data, read in declared order
     _, got = read_source(spark, table_sql("t", "v STRING, id BIGINT", path), tmp_path / "ck", ("v", "id"))
     assert got == [("a", 1)]

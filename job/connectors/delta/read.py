@@ -58,6 +58,13 @@ def timestamp_ms(text: str) -> int:
     return int(value.timestamp() * 1000) + frac
 
 
+def shown_name(table) -> str:
+    """The table's name as the pipeline writes it: a scan with an OPTIONS hint reads a copy
+    registered under a name made from the hint's place (job.sql.flink.hints.synthetic_name),
+    which means nothing to the reader of an error."""
+    return table.name.split("__options_")[0]
+
+
 def reads_change_feed(table) -> bool:
     """Is the table read as its change feed (a changelog)? From its raw options, as the
     table's changelog mode is known before they are typed."""
@@ -68,7 +75,7 @@ def reads_change_feed(table) -> bool:
 def check_read(table, options: Mapping[str, Any]) -> None:
     """The read options, checked as Delta's source builders check them."""
     def fail(message, option, hint=None):
-        raise table_error(table, f"table '{table.name}': {message}", option=option, hint=hint)
+        raise table_error(table, f"table '{shown_name(table)}': {message}", option=option, hint=hint)
 
     mode = str(options.get("mode")).lower()
     if mode not in ("batch", "streaming"):
@@ -105,7 +112,7 @@ def read_spec(table, options: Mapping[str, Any]) -> dict:
     from job.connectors.delta import local_path
 
     start = options.get("startingVersion")
-    return {"path": local_path(options), "table": table.name,
+    return {"path": local_path(options), "table": shown_name(table),
             "streaming": str(options.get("mode")).lower() == "streaming",
             "cdf": bool(options.get("readChangeFeed")),
             "version_as_of": options.get("versionAsOf"),
@@ -197,7 +204,7 @@ def _check_table(table, options, spec: dict, cols) -> list:
     path = options["table-path"]
 
     def fail(message, option="table-path", hint=None):
-        raise table_error(table, f"Delta table '{path}' cannot be read as table '{table.name}': {message}",
+        raise table_error(table, f"Delta table '{path}' cannot be read as table '{shown_name(table)}': {message}",
                           option=option, hint=hint)
 
     if not DeltaTable.is_deltatable(spec["path"]):
@@ -222,7 +229,7 @@ def _check_table(table, options, spec: dict, cols) -> list:
     except source.ReadError as exc:
         at = next((k for k in ("versionAsOf", "timestampAsOf", "startingVersion", "startingTimestamp")
                    if k in table.options), "table-path")
-        raise table_error(table, f"table '{table.name}' (Delta table '{path}'): {exc}", option=at) from None
+        raise table_error(table, f"table '{shown_name(table)}' (Delta table '{path}'): {exc}", option=at) from None
     return [[f["name"], f["type"]] for f in fields]
 
 

@@ -279,6 +279,8 @@ def _define() -> tuple[type, ...]:
                 return step()
             except ReadError as exc:
                 raise failed(self.spec, exc) from None
+            except Exception as exc:  # noqa: BLE001 - delta-rs failing on the log: one paragraph, not a traceback
+                raise failed(self.spec, f"reading the Delta log failed: {type(exc).__name__}: {exc}") from None
 
         def initialOffset(self) -> dict:
             return self._guard(lambda: initial_position(open_table(self.spec), self.spec))
