@@ -117,7 +117,8 @@ def test_bounded_read_at_the_latest_and_an_older_version(spark, tmp_path):
 def test_stream_reads_the_table_then_only_new_commits_across_runs(spark, tmp_path):
     """Run 1 reads the table as it is; run 2, on the same checkpoint, only the commits since
     (no file twice); a MERGE commit then stops the stream with Delta's message unless
-    'ignoreChanges', which reads the rewritten file's rows again."""
+    'ignoreChanges', which reads the rewritten file's rows again, and a DELETE of a whole
+    file unless 'ignoreDeletes'."""
     path = tmp_path / "t"
     write(path, [(1, "a"), (2, "b")])
     write(path, [(3, "c")])
@@ -139,10 +140,19 @@ def test_stream_reads_the_table_then_only_new_commits_across_runs(spark, tmp_pat
     ignoring = table_sql("t", "id INT, v STRING", path, mode="streaming", ignoreChanges="true")
     _, got = read_source(spark, ignoring, tmp_path / "ck")
     assert got == [(5, "E")]
+    from deltalake import DeltaTable
+
+    DeltaTable(str(path)).delete("id = 4")  # version 5: removes the file that holds id 4, adds none
+    with pytest.raises(Exception) as e:
+        read_source(spark, streaming, tmp_path / "ck")
+    assert "Detected deleted data from streaming source at version 5" in str(e.value)
+    _, got = read_source(spark, table_sql("t", "id INT, v STRING", path, mode="streaming", ignoreDeletes="true"),
+                         tmp_path / "ck")
+    assert got == []
     # 'startingVersion': only the changes from that version on, without the table before it
     from_2 = table_sql("t", "id INT, v STRING", path, mode="streaming", startingVersion="2", ignoreChanges="true")
     _, got = read_source(spark, from_2, tmp_path / "ck2")
-    assert got == [(4, "d"), (5, "E"), (5, "e")]
+    assert got == [(4, "d"), (5, "E"), (5, "e")]  # the rewritten file's rows again, as in Delta
 
 
 def test_change_data_feed_as_a_changelog(spark, tmp_path):

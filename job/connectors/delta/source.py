@@ -213,7 +213,11 @@ def read_changes(spec: dict, first: int, last: int, target):
     import pyarrow.compute as pc
 
     data = [f for f in target if not f.name.startswith("__")]
-    reader = pa.RecordBatchReader.from_stream(open_table(spec).load_cdf(starting_version=first, ending_version=last))
+    # Only the declared columns, spelled as the table spells them.
+    names = {name.lower(): name for name, _ in spec["schema"]}
+    columns = [names.get(f.name.lower(), f.name) for f in data] + ["_change_type", "_commit_version"]
+    reader = pa.RecordBatchReader.from_stream(
+        open_table(spec).load_cdf(starting_version=first, ending_version=last, columns=columns))
     counter = 0
     for batch in reader:
         if not batch.num_rows:
