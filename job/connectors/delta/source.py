@@ -93,6 +93,7 @@ def initial_position(table, spec: dict) -> dict:
 
 
 def next_position(start: dict, target: Optional[int], streaming: bool) -> dict:
+    """The end of the next range from ``start`` towards version ``target`` (the newest to read)."""
     if target is None or target < 0:
         return start
     if start["scan"]:
@@ -190,7 +191,7 @@ def read_file(spec: dict, item: dict, target):
     in_file = {n.lower(): n for n in parquet.schema_arrow.names}
     wanted = [in_file[f.name.lower()] for f in target if f.name.lower() in in_file]
     partition = {k.lower(): v for k, v in item["partition"].items()}
-    for batch in parquet.iter_batches(columns=wanted, batch_size=spec.get("batch_size", 8192)):
+    for batch in parquet.iter_batches(columns=wanted, batch_size=max(1, spec.get("batch_size") or 2048)):
         if not batch.num_rows:
             continue
         arrays = []
