@@ -13,6 +13,7 @@ from job.connectors.base import CHANGELOG, SourceContext
 from job.connectors.registry import validate_options
 from job.errors import PipelineError
 from tests.connectors.test_delta import table_sql
+from tests.support.spark_session import read_source
 
 SCHEMA = pa.schema([("id", pa.int32()), ("v", pa.string())])
 
@@ -31,18 +32,6 @@ def merge(path, rows):
     (DeltaTable(str(path)).merge(pa.Table.from_pylist([{"id": i, "v": v} for i, v in rows], SCHEMA),
                                  "t.id = s.id", source_alias="s", target_alias="t")
      .when_matched_update_all().when_not_matched_insert_all().execute())
-
-
-def read_source(spark, t, checkpoint, columns=("id", "v")):
-    """(the stream, every row it has now sorted), through one --once run on ``checkpoint``."""
-    from tests.support.spark_session import run_available_now
-
-    connector, options = validate_options(t, "source")
-    stream = connector.create_source(SourceContext(spark, t, options, once=True))
-    got = []
-    writer = stream.df.select(*columns).writeStream.foreachBatch(lambda b, _: got.extend(map(tuple, b.collect())))
-    run_available_now(writer, checkpoint)
-    return stream, sorted(got, key=repr)
 
 
 def refused(t, role="source"):

@@ -14,6 +14,7 @@ from job.connectors.registry import validate_options
 from job.errors import Origin, PipelineError
 from job.sql.parse import parse_statement
 from job.sql.statements import StatementText
+from tests.support.spark_session import read_source
 
 
 def ddl(text: str):
@@ -222,19 +223,6 @@ def test_read_option_checks(tmp_path):
     assert error(**{"snapshot-id": "1", "as-of-timestamp": "2"}).option == "as-of-timestamp"
     _, ok = validate_options(table_sql("t", "id INT", tmp_path, branch="main", **{"split-size": "1"}), "source")
     assert ok["streaming"] is False and ok["monitor-interval"] == 60_000
-
-
-def read_source(spark, t, checkpoint, columns=("id", "v")):
-    """Every row the source has now, through one --once run on ``checkpoint``."""
-    from job.connectors.base import SourceContext
-    from tests.support.spark_session import run_available_now
-
-    connector, options = validate_options(t, "source")
-    stream = connector.create_source(SourceContext(spark, t, options, once=True))
-    got = []
-    writer = stream.df.select(*columns).writeStream.foreachBatch(lambda b, _: got.extend(map(tuple, b.collect())))
-    run_available_now(writer, checkpoint)
-    return stream, sorted(got)
 
 
 def test_reads_a_pyiceberg_table_bounded_and_as_a_stream_of_appends(spark, tmp_path):

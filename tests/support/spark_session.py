@@ -105,3 +105,18 @@ def _await(query, timeout: float) -> None:
         raise AssertionError(f"streaming query did not finish within {timeout} s")
     if query.exception() is not None:
         raise query.exception()
+
+
+def read_source(spark, table, checkpoint, columns=("id", "v")):
+    """(the source stream of ``table``, every row it has now sorted), read through its
+    connector in one --once run on ``checkpoint``: what a connector test asserts on."""
+    from job.connectors.base import SourceContext
+    from job.connectors.registry import validate_options
+
+    connector, options = validate_options(table, "source")
+    stream = connector.create_source(SourceContext(spark, table, options, once=True))
+    got = []
+    writer = stream.df.select(*columns).writeStream.foreachBatch(lambda b, _: got.extend(map(tuple, b.collect())))
+    run_available_now(writer, checkpoint)
+    return stream, sorted(got, key=repr)
+
