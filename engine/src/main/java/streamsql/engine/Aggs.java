@@ -60,6 +60,14 @@ final class Aggs {
     /** The group is gone: drop what the function keeps outside the accumulator. */
     void clear() {}
 
+    /**
+     * Must a group's accumulator be made anew when its last row is retracted? The built-in
+     * ones are empty then anyway; a user's may not be.
+     */
+    boolean startsAfresh() {
+      return false;
+    }
+
     /** Does the result depend on the order of the values (see {@link AggregateOp})? */
     boolean dependsOnOrder() {
       return false;
@@ -648,6 +656,11 @@ final class Aggs {
     }
 
     @Override
+    boolean startsAfresh() {
+      return true;
+    }
+
+    @Override
     Acc create() {
       return new UserAcc(function, function.createAccumulator());
     }
@@ -707,6 +720,11 @@ final class Aggs {
     @Override
     boolean dependsOnOrder() {
       return inner.dependsOnOrder();
+    }
+
+    @Override
+    boolean startsAfresh() {
+      return inner.startsAfresh();
     }
 
     @Override

@@ -84,6 +84,25 @@ class UserAggregateTest {
     }
   }
 
+  /** The largest value seen; its retract forgets nothing. */
+  public static class Largest extends AggregateFunction<Long, long[]> {
+    @Override
+    public long[] createAccumulator() {
+      return new long[] {Long.MIN_VALUE};
+    }
+
+    @Override
+    public Long getValue(long[] acc) {
+      return acc[0];
+    }
+
+    public void accumulate(long[] acc, Long x) {
+      acc[0] = Math.max(acc[0], x);
+    }
+
+    public void retract(long[] acc, Long x) {}
+  }
+
   static final StructType INPUT = Harness.schema("g INT, a STRUCT<a0: BIGINT, a1: INT>, __sign INT");
   static final String ACCUMULATE = "public void " + WeightedAvg.class.getName()
       + ".accumulate(" + WeightedAvg.Acc.class.getName() + ",java.lang.Long,int)";
@@ -106,6 +125,18 @@ class UserAggregateTest {
         op.batch(r(1), r(1, r(10L, 1), -1), r(1, r(40L, 3), 1)));
     // A row its FILTER leaves out (a NULL struct) is counted, not accumulated.
     assertEquals(List.of(r(-1, 1, 2L, 37L, null), r(1, 1, 3L, 37L, "+U")), op.batch(r(1), r(1, null, 1)));
+  }
+
+  @Test
+  void aGroupWhoseLastRowIsRetractedStartsFromANewAccumulator() {
+    String accumulate = "public void " + Largest.class.getName() + ".accumulate(long[],java.lang.Long)";
+    List<AggregateCall> calls = List.of(new AggregateCall("user", "m", "\"long\"", "a", false, null, 1, null,
+        Largest.class.getName(), accumulate, accumulate.replace(".accumulate(", ".retract(")));
+    Harness op = Harness.of(Engine.aggregateOp(new Aggregate(List.of("g"), calls, false, false, 0),
+        Harness.schema("g INT, a STRUCT<a0: BIGINT>, __sign INT")));
+    op.batch(r(1), r(1, r(5L), 1));
+    // 5 goes (the group is empty: Flink clears its accumulator) and 3 comes: 3, not 5.
+    assertEquals(List.of(r(-1, 1, 5L, null), r(1, 1, 3L, "+U")), op.batch(r(1), r(1, r(3L), 1), r(1, r(5L), -1)));
   }
 
   @Test
