@@ -18,8 +18,9 @@ Flink takes it: ``USING JAR '…'``, ``ADD JAR '…'``, or the ``pipeline.jars``
 Refused by name, before anything runs: Python functions (at parsing), a class that is not
 found, is no scalar, table or aggregate function (table aggregate, async functions …),
 declares its types with ``@FunctionHint`` (other than a table function's output, an
-aggregate function's output and accumulator) or its own type inference, a table function that overrides ``finish()``, or calls for types the job cannot
-pass (see job.sql.flink.functions.user).
+aggregate function's output and accumulator) or its own type inference, a table function
+that overrides ``finish()``, or calls for types the job cannot pass (see
+job.sql.flink.functions.user).
 """
 from __future__ import annotations
 

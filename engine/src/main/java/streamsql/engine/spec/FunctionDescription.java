@@ -25,7 +25,8 @@ import java.util.List;
 public record FunctionDescription(String kind, String missing, String noInstance, boolean abstractClass,
                                   boolean functionHint, String hintedOutput, boolean customInference,
                                   boolean deterministic, JavaValue output, boolean finishes,
-                                  List<EvalMethod> evals, AggregateDescription aggregate) implements java.io.Serializable {
+                                  List<EvalMethod> evals, AggregateDescription aggregate)
+    implements java.io.Serializable {
 
   /** A class that cannot be loaded, and why. */
   public static FunctionDescription missing(String why) {
