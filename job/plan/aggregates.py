@@ -209,7 +209,9 @@ def user_aggregate_call(planner, atr, rel: Rel, call: AggCall, i: int):
     checked.raw = list(call.args)
     chosen, passed = call_aggregate_function(checked, user)
     if not rel.append_only and chosen.retract is None:
-        params = chosen.method[chosen.method.index("(") + 1: chosen.method.rindex(")")].replace(",", ", ")
+        # Flink names the classes by their canonical names (Outer.Inner).
+        params = chosen.method[chosen.method.index("(") + 1: chosen.method.rindex(")")].replace(",", ", ") \
+            .replace("$", ".")
         raise planner.error(call.call, f"Could not find an implementation method 'retract' in class "
                                        f"'{user.class_name}' for function '{user.name}' that matches the following "
                                        f"signature: void retract({params})",

@@ -47,7 +47,7 @@ def refusal(spark, statements, query) -> PipelineError:
     # Flink: no retract over an updating input (a debezium-json changelog).
     ("Longest", "SELECT k, f(s) FROM c GROUP BY k",
      "Could not find an implementation method 'retract' in class 'streamsql.testudf.Longest' for function 'f' that "
-     "matches the following signature: void retract(streamsql.testudf.Longest$Acc, java.lang.String)", 11),
+     "matches the following signature: void retract(streamsql.testudf.Longest.Acc, java.lang.String)", 11),
     # Arguments are checked as a scalar function's are.
     ("WeightedAvg", "SELECT f(s, w) FROM t", "invalid function call f(STRING, INT): no accumulate method of "
                                              "streamsql.testudf.WeightedAvg takes these argument types", 8),
