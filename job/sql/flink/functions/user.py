@@ -1,4 +1,5 @@
-"""Calls of Flink user-defined scalar and table functions (``CREATE FUNCTION f AS 'com.example.F'``).
+"""Calls of Flink user-defined scalar, table and aggregate functions (``CREATE FUNCTION f AS
+'com.example.F'``).
 
 A :class:`UserFunction` is what the planner learnt of the class (job.plan.user_functions
 reads it in the JVM): its ``eval`` methods, each typed here the way Flink's reflective
@@ -18,6 +19,10 @@ A table function's output (:func:`table_output`) is typed as Flink extracts it: 
 ``@FunctionHint(output = @DataTypeHint("ROW<…>"))`` on the method or the class, else a
 ``@DataTypeHint`` on the method or the class, else the Java class its ``TableFunction<T>``
 binds T to (``String`` → ``STRING``, ``Integer`` → ``INT`` …); a ``Row`` needs a hint.
+
+An aggregate function's signatures are its ``accumulate`` methods, their parameters after
+the accumulator typed and checked as ``eval``'s; its result (:func:`aggregate_output`) and
+accumulator (:func:`check_accumulator`) as Flink extracts them.
 """
 from __future__ import annotations
 

@@ -37,7 +37,8 @@ import streamsql.engine.spec.TableFunction;
 /**
  * Flink user-defined scalar and table functions (classes extending Flink's
  * {@code ScalarFunction} or {@code TableFunction}) on Spark, as the planner calls them
- * through py4j (job/plan/user_functions.py).
+ * through py4j (job/plan/user_functions.py); aggregate functions are described here and run
+ * by the engine's group aggregation ({@link FlinkAggregate}).
  *
  * <p>The planner first asks {@link #describe} what the class is: its Flink kind and its
  * public {@code eval} methods, each parameter's and the result's Java class and
