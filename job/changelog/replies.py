@@ -35,6 +35,16 @@ class EvalMethod:
 
 
 @dataclass(frozen=True)
+class AggregateDescription:
+    """What a user's aggregate function class declares beyond its accumulate methods."""
+    accumulator: JavaValue       # the Java class AggregateFunction<T, ACC> binds ACC to (None: left open), and the
+                                 # class's @FunctionHint(accumulator = …) type text as its hint
+    accumulator_fields: tuple[JavaValue, ...]  # the accumulator class's non-static, non-transient fields
+    value: Optional[JavaValue]   # getValue's return class and @DataTypeHint (None: no getValue)
+    retracts: tuple[str, ...]    # the signatures (Method.toGenericString()) of its public retract methods
+
+
+@dataclass(frozen=True)
 class FunctionDescription:
     """What a user's Flink function class is (FlinkFunctions.describe): the planner types
     its calls from this (job.plan.user_functions)."""
@@ -47,10 +57,12 @@ class FunctionDescription:
     hinted_output: Optional[str]  # the type text of the class's @FunctionHint's output (None: none)
     custom_inference: bool       # it overrides getTypeInference, getResultType or getParameterTypes
     deterministic: bool          # its isDeterministic()
-    output: Optional[JavaValue]  # a table function's T: the Java class TableFunction<T> is bound to (class
-                                 # name None: left open) and the class's @DataTypeHint; None for other kinds
+    output: Optional[JavaValue]  # a table (aggregate) function's T: the Java class TableFunction<T>
+                                 # (AggregateFunction<T, ACC>) is bound to (class name None: left open) and the
+                                 # class's @DataTypeHint; None for other kinds
     finishes: bool               # it overrides finish(), which Flink calls at the end of a bounded input
-    evals: tuple[EvalMethod, ...]
+    evals: tuple[EvalMethod, ...]  # an aggregate function's: its accumulate methods (the accumulator first)
+    aggregate: Optional[AggregateDescription] = None  # an aggregate function's accumulator, value and retract
 
 
 @dataclass(frozen=True)
@@ -64,7 +76,7 @@ class QueryEvent:
 
 
 REPLIES = (FunctionDescription, QueryEvent)
-PARTS = (EvalMethod, JavaValue)
+PARTS = (EvalMethod, JavaValue, AggregateDescription)
 
 
 def from_json(cls, text: str):

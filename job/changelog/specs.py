@@ -44,6 +44,10 @@ class AggregateCall:
     separator: Optional[str] = None  # LISTAGG's separator (None: Flink's default ',')
     lag_offset: int = 1          # LAG only: how many rows back
     lag_default: Optional[str] = None  # LAG only: the column holding the default value
+    class_name: Optional[str] = None  # function "user": the user's Flink AggregateFunction class; its argument
+                                      # column is the struct of the call's arguments (NULL: left out by FILTER)
+    accumulate: Optional[str] = None  # "user": the accumulate method called (Method.toGenericString())
+    retract: Optional[str] = None     # "user": the retract method called (None: an append-only input)
 
 
 @dataclass(frozen=True)

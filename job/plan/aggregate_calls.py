@@ -9,7 +9,7 @@ from typing import Optional
 
 from sqlglot import exp
 
-from job.sql.flink.functions import is_aggregate, lookup
+from job.sql.flink.functions import AGGREGATE, Function, is_aggregate, lookup, user_aggregate
 from job.sql.types import LogicalType
 
 
@@ -25,6 +25,9 @@ class AggCall:
     ignore_nulls: bool = False        # ARRAY_AGG(x IGNORE NULLS)
     absent_on_null: bool = False      # JSON_ARRAYAGG / JSON_OBJECTAGG: NULL values left out
     json_key: Optional[exp.Expression] = None  # JSON_OBJECTAGG's key (its value is ``arg``)
+    user: object = None               # a user's aggregate function (UserFunction); its arguments: ``args``
+    args: tuple = ()
+    call: Optional[exp.Anonymous] = None  # the call itself (without its FILTER)
 
 
 def aggregate_calls(node: exp.Expression):
@@ -51,6 +54,9 @@ def parse_call(planner, call: exp.Expression) -> AggCall:
     node = call
     if isinstance(call, exp.Filter):
         condition, call = call.expression.this, call.this
+    user = user_aggregate(call)
+    if user is not None:
+        return _user_call(planner, node, call, user, condition)
     function = lookup(call.name)
     if not function.supported:  # by name first: its arguments are no reason to refuse it
         raise planner.error(call, function.refusal)
@@ -119,3 +125,19 @@ def _json_call(planner, node, function, call, condition) -> AggCall:
             raise planner.error(call, "JSON_OBJECTAGG takes KEY key VALUE value")
         key, arg = arg.expressions
     return AggCall(node, function, arg, False, None, absent_on_null=absent, json_key=key)
+
+
+def _user_call(planner, node, call, user, condition) -> AggCall:
+    """A call of a user's aggregate function: ``f(x, …)``, ``f(DISTINCT x, …)``, with or
+    without FILTER; typed and planned by job.plan.aggregates."""
+    args = list(call.expressions)
+    distinct = False
+    if len(args) == 1 and isinstance(args[0], exp.Distinct):
+        args, distinct = list(args[0].expressions), True
+    for arg in args:
+        if isinstance(arg, (exp.Star, exp.IgnoreNulls, exp.RespectNulls, exp.Order, exp.Distinct)):
+            raise planner.error(call, f"{user.name}(…): only values (or DISTINCT values) are passed to a "
+                                      "user-defined aggregate function")
+    function = Function(user.name.upper(), "user-defined", f"{user.name}(…)", kind=AGGREGATE, engine="user")
+    return AggCall(node, function, args[0] if args else None, distinct, condition, user=user, args=tuple(args),
+                   call=call)

@@ -73,8 +73,14 @@ def group_aggregate(planner, rel: Rel, node: exp.Select) -> Rel:
     staged_cols = [F.expr(v.sql).alias(c) for v, c in zip(group_values, gcols)]
     specs = []
     atr = planner.translator(rel, "an aggregate")
+    in_order = bool(rel.arrival_order or engine.POSITION_MAJOR in rel.df.columns)
     for i, call in enumerate(calls):
         engine_name = call.function.engine
+        if call.user is not None:
+            call.result, spec, column = user_aggregate_call(planner, atr, rel, call, i)
+            staged_cols.append(column)
+            specs.append(spec)
+            continue
         if engine_name not in ENGINE_AGGREGATES:
             raise planner.error(call.node, f"the aggregate function {call.function.name} is not supported yet")
         if engine_name in ORDER_DEPENDENT and not (rel.arrival_order or engine.POSITION_MAJOR in rel.df.columns):
@@ -119,7 +125,10 @@ def group_aggregate(planner, rel: Rel, node: exp.Select) -> Rel:
         specs.append(AggregateCall(function=function, column=f"r{i}",
                                    result_type=engine.spark_type_json(call.result), argument=argument,
                                    distinct=call.distinct, separator=call.separator))
-    ordered = any(spec.function in ORDER_DEPENDENT for spec in specs)
+    # A user's function may depend on the order of the changes too: where the input keeps
+    # its order its changes are applied in that order, as Flink applies them.
+    ordered = any(spec.function in ORDER_DEPENDENT for spec in specs) or (
+        in_order and any(spec.function == "user" for spec in specs))
     positions = [F.col(engine.POSITION_MAJOR), F.col(engine.POSITION_MINOR)] \
         if ordered and engine.POSITION_MAJOR in rel.df.columns else []
     staged = planner.signed(rel).select(*staged_cols, F.col(SIGN), *positions)
@@ -170,15 +179,55 @@ def group_aggregate(planner, rel: Rel, node: exp.Select) -> Rel:
 
 
 def depends_on_order(node: exp.Select) -> bool:
-    """Does the SELECT aggregate with a function of the changes' order (not over a window)?"""
-    from job.sql.flink.functions import lookup
+    """Does the SELECT aggregate with a function of the changes' order (not over a window)?
+    A user's aggregate function may be one."""
+    from job.sql.flink.functions import lookup, user_aggregate
 
     for item in [*node.expressions, *([node.args["having"]] if node.args.get("having") else [])]:
         for call in item.find_all(exp.Anonymous):
+            if isinstance(call.parent, exp.Window):
+                continue
             fn = lookup(call.name)
-            if fn is not None and fn.engine in ORDER_DEPENDENT and not isinstance(call.parent, exp.Window):
+            if (fn is not None and fn.engine in ORDER_DEPENDENT) or user_aggregate(call) is not None:
                 return True
     return False
+
+
+def user_aggregate_call(planner, atr, rel: Rel, call: AggCall, i: int):
+    """A call of a user's Flink aggregate function: (its result type, its AggregateCall, the
+    staged column of its argument). The arguments are checked and cast as a scalar
+    function's (the accumulate method they fit) and passed as one struct, NULL for a row
+    the FILTER leaves out; over an updating input the class must have the retract method
+    of the same parameters, else the query is refused as Flink refuses it."""
+    from pyspark.sql import functions as F
+
+    from job.sql.flink.functions import Call
+    from job.sql.flink.functions.user import call_aggregate_function
+
+    user = call.user
+    checked = Call(atr, call.call, call.function)
+    checked.raw = list(call.args)
+    chosen, passed = call_aggregate_function(checked, user)
+    if not rel.append_only and chosen.retract is None:
+        # Flink names the classes by their canonical names (Outer.Inner).
+        params = chosen.method[chosen.method.index("(") + 1: chosen.method.rindex(")")].replace(",", ", ") \
+            .replace("$", ".")
+        raise planner.error(call.call, f"Could not find an implementation method 'retract' in class "
+                                       f"'{user.class_name}' for function '{user.name}' that matches the following "
+                                       f"signature: void retract({params})",
+                            hint="its input is updating (a changelog, an aggregation, …): Flink retracts rows from "
+                                 "the accumulator, which needs a retract method")
+    fields = ", ".join(f"'a{j}', CAST({sql} AS {param.spark})" for j, (sql, param) in
+                       enumerate(zip(passed, chosen.params)))
+    value = f"named_struct({fields})"
+    if call.condition is not None:
+        cond = atr.condition(call.condition, "FILTER (WHERE …)")
+        value = f"CASE WHEN {cond.sql} THEN {value} END"
+    argument = f"a{i}"
+    spec = AggregateCall(function="user", column=f"r{i}", result_type=engine.spark_type_json(chosen.result),
+                         argument=argument, distinct=call.distinct, class_name=user.class_name,
+                         accumulate=chosen.method, retract=None if rel.append_only else chosen.retract)
+    return chosen.result, spec, F.expr(value).alias(argument)
 
 
 def group_by_all(planner, rel: Rel) -> Rel:

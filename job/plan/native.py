@@ -28,6 +28,10 @@ def aggregate_columns(planner, rel: Rel, node: exp.Select):
                 continue
             seen.add(key)
             call = parse_call(planner, call_node)
+            if call.user is not None:
+                raise planner.error(call_node, f"the user-defined aggregate function {call.user.name} in a window "
+                                               "aggregation is not supported yet",
+                                    hint="it runs in a GROUP BY of columns (not of a window)")
             arg = tr.expr(call.arg) if call.arg is not None else None
             result = call.function.result([arg.type] if arg is not None else [])
             value = arg.sql if arg is not None else "1"

@@ -213,6 +213,9 @@ def _call(planner, rel: Rel, call: exp.Window, index: int, named: dict):
     if name == "LAG":
         return _lag(planner, rel, call, function, index, named)
     parsed = aggregates.parse_call(planner, function)
+    if parsed.user is not None:
+        raise planner.error(call, f"the user-defined aggregate function {parsed.user.name} in an OVER aggregation "
+                                  "is not supported yet")
     engine_name = parsed.function.engine
     if not parsed.function.supported or engine_name not in SUPPORTED:
         raise planner.error(call, f"{parsed.function.name} is not supported in OVER aggregations yet")

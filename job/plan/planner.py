@@ -47,6 +47,11 @@ class Planner:
         self.catalog = catalog
         self.open_source = open_source
         self.settings = settings or Settings()
+        # Which calls name a user's aggregate function (job.sql.flink.functions.is_aggregate)
+        # depends on the pipeline's CREATE FUNCTIONs: this planner's settings say.
+        from job.sql.flink.functions import PLANNING
+
+        PLANNING.set(self.settings)
         self.execution = execution or Execution()
         self._n = 0
         self._queries: list[Query] = []     # the query (or view) being planned, innermost last

@@ -1,12 +1,14 @@
 """The pipeline's user-defined functions (``CREATE FUNCTION``) in the session.
 
-Flink runs a Java class extending its ``ScalarFunction`` or ``TableFunction``; so does the
-job, on Spark: the class's jar and Flink's function API (jars/flink/, fetched by
-scripts/jars.sh) are added to the session, the engine's bridge
+Flink runs a Java class extending its ``ScalarFunction``, ``TableFunction`` or
+``AggregateFunction``; so does the job, on Spark: the class's jar and Flink's function API
+(jars/flink/, fetched by scripts/jars.sh) are added to the session, the engine's bridge
 (engine/…/udf/FlinkFunctions.java) says what the class is, and each ``eval`` method a
 query calls is registered as a Spark function that makes the class's instance on each
 executor, opens it once and calls it row by row (a table function's returns the rows
-``eval`` collected, which job.plan.lateral turns into rows).
+``eval`` collected, which job.plan.lateral turns into rows). An aggregate function is not
+registered: the engine's group aggregation calls its ``accumulate``/``retract`` and
+``getValue`` (job.plan.aggregates, engine/…/udf/FlinkAggregate.java).
 
 A function is looked up when a query first calls it, so, as in Flink, a declared function
 no query calls costs nothing and its class need not load. Where its jar comes from, as
@@ -14,10 +16,11 @@ Flink takes it: ``USING JAR '…'``, ``ADD JAR '…'``, or the ``pipeline.jars``
 (``SET 'pipeline.jars' = 'file:///…/functions.jar'``, ``;``-separated).
 
 Refused by name, before anything runs: Python functions (at parsing), a class that is not
-found, is neither a scalar nor a table function (aggregate, async functions …), declares
-its types with ``@FunctionHint`` (other than a table function's output) or its own type
-inference, a table function that overrides ``finish()``, or calls for types the job cannot
-pass (see job.sql.flink.functions.user).
+found, is no scalar, table or aggregate function (table aggregate, async functions …),
+declares its types with ``@FunctionHint`` (other than a table function's output, an
+aggregate function's output and accumulator) or its own type inference, a table function
+that overrides ``finish()``, or calls for types the job cannot pass (see
+job.sql.flink.functions.user).
 """
 from __future__ import annotations
 
@@ -30,7 +33,8 @@ from job.changelog.jvm import add_jar, static_call
 from job.changelog.replies import EvalMethod, FunctionDescription, from_json
 from job.changelog.specs import ScalarFunction, TableFunction, to_json
 from job.errors import PipelineError
-from job.sql.flink.functions.user import MAX_ARGS, Overload, UserFunction, java_type, table_output
+from job.sql.flink.functions.user import (MAX_ARGS, Overload, UserFunction, aggregate_output, check_accumulator,
+                                          java_type, table_output)
 
 ROOT = Path(__file__).resolve().parents[2]
 FLINK_JARS = ROOT / "jars" / "flink"
@@ -78,19 +82,22 @@ class PipelineFunctions:
             raise PipelineError(f"{what}: class '{declared.class_name}' cannot be loaded ({described.missing})",
                                 hint="give its jar with USING JAR '…', ADD JAR '…' or SET 'pipeline.jars'")
         kind = described.kind
-        if kind not in ("scalar", "table"):
+        if kind not in ("scalar", "table", "aggregate"):
             raise PipelineError(
                 f"{what}: {declared.class_name} is " + (f"a Flink {kind} function, which the job does not run yet"
                                                         if kind != "other" else "not a Flink function class"),
-                hint="a class extending org.apache.flink.table.functions.ScalarFunction or TableFunction runs on "
-                     "the job")
+                hint="a class extending org.apache.flink.table.functions.ScalarFunction, TableFunction or "
+                     "AggregateFunction runs on the job")
         table = kind == "table"
-        hinted = described.function_hint or (described.hinted_output is not None and not table)
+        aggregate = kind == "aggregate"
+        hinted = described.function_hint or (described.hinted_output is not None and kind == "scalar")
         for flag, why in ((described.abstract_class, "the class is abstract"),
                           (hinted, "its types are declared with @FunctionHint, which the job does not read yet"
-                                   + (" (only a table function's output = @DataTypeHint(…))" if table else "")),
+                                   + (" (only a table function's output = @DataTypeHint(…))" if table else
+                                      " (only an aggregate function's output and accumulator)" if aggregate else "")),
                           (described.custom_inference, "it declares its own type inference (getTypeInference, "
-                                                       "getResultType), which the job does not run yet"),
+                                                       "getResultType, getAccumulatorType), which the job does not "
+                                                       "run yet"),
                           (table and described.finishes, "it overrides finish(), whose rows (collected at the end "
                                                          "of a bounded input) the job does not emit")):
             if flag:
@@ -98,11 +105,17 @@ class PipelineFunctions:
         if described.no_instance is not None:
             raise PipelineError(f"{what}: {declared.class_name} cannot be instantiated with no arguments "
                                 f"({described.no_instance})")
-        overloads = tuple(self._overload(declared, i, e, described if table else None) for i, e in enumerate(sorted(
-            described.evals, key=lambda e: e.method)))
+        if aggregate:
+            overloads = self._aggregate_overloads(declared, described)
+        else:
+            overloads = tuple(self._overload(declared, i, e, described if table else None)
+                              for i, e in enumerate(sorted(described.evals, key=lambda e: e.method)))
         if not overloads:
-            raise PipelineError(f"{what}: {declared.class_name} has no public eval method")
+            raise PipelineError(f"{what}: {declared.class_name} has no public "
+                                f"{'accumulate' if aggregate else 'eval'} method")
         deterministic = described.deterministic
+        if aggregate:  # run by the engine's aggregation, not registered as a Spark function
+            return UserFunction(declared.name, declared.class_name, declared.system, overloads, kind=kind)
         return UserFunction(declared.name, declared.class_name, declared.system, overloads, kind=kind,
                             register=lambda overload: self._register(declared, overload, deterministic, table))
 
@@ -133,6 +146,50 @@ class PipelineFunctions:
         except ValueError as exc:
             return Overload(**base, refusal=str(exc))
         return Overload(**base, params=types, result=result, row_output=rows)
+
+    @staticmethod
+    def _aggregate_overloads(declared, described: FunctionDescription) -> tuple[Overload, ...]:
+        """An aggregate function's accumulate methods typed: the parameters after the
+        accumulator as a scalar function's, the result (getValue's) and the accumulator as
+        Flink extracts them (job.sql.flink.functions.user); each with the retract method of
+        the same parameters, if the class has one."""
+        agg = described.aggregate
+        what = f"the aggregate function {declared.name} ({declared.class_name})"
+        try:
+            if agg.value is None:
+                raise ValueError(f"{what} has no public getValue method")
+            if described.output.hint:
+                raise ValueError(f"{what}: a @DataTypeHint on the class is not read for an aggregate function yet "
+                                 f"(declare the result with @FunctionHint(output = …) or on getValue)")
+            result = aggregate_output(described.output.class_name, described.hinted_output, agg.value.hint,
+                                      f"the result of {declared.class_name}")
+            check_accumulator(agg.accumulator.class_name, agg.accumulator.hint, agg.accumulator_fields, what)
+        except ValueError as exc:
+            raise PipelineError(str(exc)) from None
+        overloads = []
+        for method in sorted(described.evals, key=lambda e: e.method):
+            params = method.params[1:]
+            retract = method.method.replace(".accumulate(", ".retract(", 1)
+            base = dict(method=method.method, arity=len(params), varargs=method.varargs,
+                        retract=retract if retract in agg.retracts else None)
+            if method.varargs:
+                overloads.append(Overload(**base, refusal=f"accumulate with variable arguments ({method.method}) "
+                                                          f"is not supported yet"))
+            elif method.function_hint or method.hinted_output is not None:
+                overloads.append(Overload(**base, refusal=f"accumulate with @FunctionHint ({method.method}) is not "
+                                                          f"supported yet"))
+            elif len(params) > MAX_ARGS or not params:
+                overloads.append(Overload(**base, refusal=f"accumulate of {len(params)} arguments after the "
+                                                          f"accumulator is not supported (1 to {MAX_ARGS})"))
+            else:
+                try:
+                    types = tuple(java_type(p.class_name, p.hint, f"parameter {i + 2} of {method.method}")
+                                  for i, p in enumerate(params))
+                except ValueError as exc:
+                    overloads.append(Overload(**base, refusal=str(exc)))
+                    continue
+                overloads.append(Overload(**base, params=types, result=result))
+        return tuple(overloads)
 
     def _register(self, declared, overload: Overload, deterministic: bool, table: bool = False) -> None:
         if overload.spark_name in self._registered:

@@ -31,6 +31,7 @@ evaluates it. Every other function Flink documents is registered with
 from __future__ import annotations
 
 import difflib
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Callable, NoReturn, Optional, Sequence
 
@@ -148,9 +149,31 @@ def lookup(name: str) -> Optional[Function]:
     return REGISTRY.get(name.upper())
 
 
+# The settings of the query being planned (a Planner sets them): whether a call names a
+# user-defined aggregate function (CREATE FUNCTION of an AggregateFunction class) depends
+# on the pipeline's declarations, which the callers of is_aggregate do not carry.
+PLANNING: ContextVar = ContextVar("planning", default=None)
+
+
+def _user(node: exp.Anonymous):
+    """The user-defined function (job.sql.flink.functions.user.UserFunction) a call means, as
+    Flink resolves its name, or None."""
+    settings = PLANNING.get()
+    return settings.user_function(node.name, builtin=lookup(node.name) is not None) if settings else None
+
+
+def user_aggregate(node: exp.Expression):
+    """The user-defined aggregate function a call means, or None."""
+    user = _user(node) if isinstance(node, exp.Anonymous) else None
+    return user if user is not None and user.kind == AGGREGATE else None
+
+
 def is_aggregate(node: exp.Expression) -> bool:
-    """Is ``node`` a call of an aggregate function (COUNT, SUM, LISTAGG …)?"""
+    """Is ``node`` a call of an aggregate function (COUNT, SUM, LISTAGG …, or a user's)?"""
     if isinstance(node, exp.Anonymous):
+        user = _user(node)
+        if user is not None:
+            return user.kind == AGGREGATE
         fn = lookup(node.name)
         return fn is not None and fn.kind == AGGREGATE
     return False

@@ -1,4 +1,5 @@
-"""Calls of Flink user-defined scalar and table functions (``CREATE FUNCTION f AS 'com.example.F'``).
+"""Calls of Flink user-defined scalar, table and aggregate functions (``CREATE FUNCTION f AS
+'com.example.F'``).
 
 A :class:`UserFunction` is what the planner learnt of the class (job.plan.user_functions
 reads it in the JVM): its ``eval`` methods, each typed here the way Flink's reflective
@@ -18,6 +19,10 @@ A table function's output (:func:`table_output`) is typed as Flink extracts it: 
 ``@FunctionHint(output = @DataTypeHint("ROW<…>"))`` on the method or the class, else a
 ``@DataTypeHint`` on the method or the class, else the Java class its ``TableFunction<T>``
 binds T to (``String`` → ``STRING``, ``Integer`` → ``INT`` …); a ``Row`` needs a hint.
+
+An aggregate function's signatures are its ``accumulate`` methods, their parameters after
+the accumulator typed and checked as ``eval``'s; its result (:func:`aggregate_output`) and
+accumulator (:func:`check_accumulator`) as Flink extracts them.
 """
 from __future__ import annotations
 
@@ -116,6 +121,55 @@ def table_output(generic: Optional[str], hint: Optional[str], what: str) -> tupl
     return java_type(generic, None, what), False
 
 
+BIG_DECIMAL = "java.math.BigDecimal"
+
+
+def aggregate_output(generic: Optional[str], class_hint: Optional[str], value_hint: Optional[str],
+                     what: str) -> LogicalType:
+    """An aggregate function's result type, as Flink extracts it: the class's
+    ``@FunctionHint(output = …)`` (``class_hint``), else getValue's ``@DataTypeHint``
+    (``value_hint``), else the Java class its ``AggregateFunction<T, ACC>`` binds T to
+    (``generic``); raises ValueError saying why not."""
+    hint = class_hint or value_hint
+    if generic == ROW_CLASS and not hint:
+        raise ValueError(f"{what}: could not extract a data type from 'class {ROW_CLASS}' (Flink: Cannot extract "
+                         f"a data type from a pure '{ROW_CLASS}' class. Please use annotations to define field "
+                         f"names and field types)")
+    if generic in (None, "java.lang.Object", ROW_CLASS):
+        if not hint:
+            raise ValueError(f"{what}: the class leaves AggregateFunction's type parameter T open, which Flink "
+                             f"cannot type without a hint")
+        try:
+            hinted = logical_type(hint)
+        except PipelineError as exc:
+            raise ValueError(f"{what}: @DataTypeHint(\"{hint}\") is not a type the job knows ({exc.message})") \
+                from None
+        if hinted.name not in _PASSED:
+            raise ValueError(f"{what} is {hinted}, which the job cannot pass from a function yet")
+        return hinted
+    return java_type(generic, hint, what)
+
+
+def check_accumulator(generic: Optional[str], hint: Optional[str], fields, what: str) -> None:
+    """Refuses, as Flink's extraction does, an accumulator it cannot type: ACC left open
+    without an ``accumulator`` hint, a ``Row`` without one, a ``BigDecimal`` field without a
+    ``@DataTypeHint`` (``fields``: the accumulator's JavaValues). The job keeps any other
+    accumulator as it is (engine/…/udf/FlinkAggregate.java), not as Flink's type of it."""
+    if hint:
+        return
+    if generic is None:
+        raise ValueError(f"{what}: the class leaves AggregateFunction's accumulator type ACC open, which Flink "
+                         f"cannot type without @FunctionHint(accumulator = …)")
+    if generic == ROW_CLASS:
+        raise ValueError(f"{what}: could not extract a data type from 'class {ROW_CLASS}' (Flink: Cannot extract "
+                         f"a data type from a pure '{ROW_CLASS}' class. Please use annotations to define field "
+                         f"names and field types)")
+    if any(f.class_name == BIG_DECIMAL and not f.hint for f in fields):
+        raise ValueError(f"{what}: Values of '{BIG_DECIMAL}' need fixed precision and scale (Flink's error for "
+                         f"a BigDecimal field of the accumulator {generic} without a @DataTypeHint(\"DECIMAL(p, "
+                         f"s)\"))")
+
+
 @dataclass(frozen=True)
 class Overload:
     """One public ``eval`` method: its Flink parameter and result types, or why the job
@@ -129,6 +183,7 @@ class Overload:
     spark_name: str = ""                      # the Spark function it is registered as
     varargs: bool = False
     row_output: bool = False                  # a table function collecting Flink Rows (result: a ROW)
+    retract: Optional[str] = None             # an aggregate's accumulate: its retract method (None: none)
 
     def takes(self, n: int) -> bool:
         return self.arity == n or (self.varargs and n >= self.arity - 1)
@@ -141,7 +196,7 @@ class UserFunction:
     system: bool                               # TEMPORARY SYSTEM: before the built-in functions
     overloads: tuple[Overload, ...]
     declared_at: str = ""                      # "file:line:col" of its CREATE FUNCTION
-    kind: str = "scalar"                       # Flink's kind: scalar or table
+    kind: str = "scalar"                       # Flink's kind: scalar, table or aggregate
     register: Callable[[Overload], None] = field(default=lambda overload: None, compare=False, repr=False)
 
 
@@ -175,6 +230,9 @@ def _same_types(args: list[LogicalType], params: tuple[LogicalType, ...]) -> boo
 def call_user_function(call, fn: UserFunction) -> Typed:
     """``fn(args…)`` (``call``: the library's :class:`Call`) as a call of the Spark function
     registered for the chosen ``eval`` method."""
+    if fn.kind == "aggregate":
+        call.refuse(f"the aggregate function {fn.name} is not allowed here",
+                    hint="aggregates go in the select list or HAVING of a query with GROUP BY (or none)")
     if fn.kind != "scalar":
         call.refuse(f"Cannot call table function here: '{fn.name}'",
                     hint="a table function is called in FROM: FROM t, LATERAL TABLE(f(…))")
@@ -194,10 +252,18 @@ def call_table_function(call, fn: UserFunction) -> Typed:
     return Typed(f"`{chosen.spark_name}`({', '.join(passed)})", chosen.result)
 
 
+def call_aggregate_function(call, fn: UserFunction) -> tuple[Overload, list[str]]:
+    """An aggregate call ``fn(args…)`` (``call``: the library's :class:`Call` over its
+    arguments): the accumulate method it means, checked as a scalar function's call, and
+    the arguments' Spark SQL, each cast to its parameter where Flink casts it implicitly."""
+    return _chosen(call, fn)
+
+
 def _chosen(call, fn: UserFunction) -> tuple[Overload, list[str]]:
     """The ``eval`` method a call means, as Flink checks the call, registered; and the
     arguments' Spark SQL, each cast to its parameter where Flink casts it implicitly."""
     n = len(call)
+    method = "accumulate" if fn.kind == "aggregate" else "eval"
     args = [call.arg(i) for i in range(n)]
     types = [a.type for a in args]
     shown = ", ".join(str(x) for x in types)
@@ -211,11 +277,11 @@ def _chosen(call, fn: UserFunction) -> tuple[Overload, list[str]]:
         if len(exact) == 1:
             fitting = exact
         else:
-            call.refuse(f"{fn.name}({shown}) fits {len(fitting)} eval methods of {fn.class_name}; the job does not "
+            call.refuse(f"{fn.name}({shown}) fits {len(fitting)} {method} methods of {fn.class_name}; the job does not "
                         f"choose among them as Flink would", hint="CAST the arguments to one method's parameter types")
     if not fitting:
         signatures = "; ".join(f"{fn.name}({', '.join(str(p) for p in o.params)})" for o in fn.overloads) or "none"
-        call.refuse(f"invalid function call {fn.name}({shown}): no eval method of {fn.class_name} takes these "
+        call.refuse(f"invalid function call {fn.name}({shown}): no {method} method of {fn.class_name} takes these "
                     f"argument types", hint=f"its signatures: {signatures}. Flink passes an argument only by an "
                                             f"implicit cast, and a nullable one never to a primitive parameter")
     chosen = fitting[0]

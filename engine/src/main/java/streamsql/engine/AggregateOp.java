@@ -106,6 +106,15 @@ final class AggregateOp extends Operator implements streamsql.engine.grouping.Ne
       for (int i = 0; i < accs.length; i++) {
         accs[i].add(e.getKey().get(i), n);
       }
+      if (count == 0) {
+        // The group's last row is gone: Flink clears its accumulators, and a row that comes
+        // back starts from new ones (a user's function whose retract is not exact shows it).
+        for (int i = 0; i < accs.length; i++) {
+          if (fns[i].startsAfresh()) {
+            accs[i] = fns[i].create();
+          }
+        }
+      }
     }
     if (count < 0) {
       throw new IllegalStateException("group " + key + " received more retractions than rows: "

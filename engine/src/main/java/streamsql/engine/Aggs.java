@@ -60,6 +60,14 @@ final class Aggs {
     /** The group is gone: drop what the function keeps outside the accumulator. */
     void clear() {}
 
+    /**
+     * Must a group's accumulator be made anew when its last row is retracted? The built-in
+     * ones are empty then anyway; a user's may not be.
+     */
+    boolean startsAfresh() {
+      return false;
+    }
+
     /** Does the result depend on the order of the values (see {@link AggregateOp})? */
     boolean dependsOnOrder() {
       return false;
@@ -615,6 +623,85 @@ final class Aggs {
     return out.append('"');
   }
 
+  // ------------------------------------------------------------------ a user's AggregateFunction
+
+  /**
+   * A user's Flink aggregate function call (function "user"): its argument is the struct of
+   * the call's arguments, NULL for a row its FILTER leaves out (which Flink does not pass
+   * to accumulate). {@code f(DISTINCT …)} wraps it in {@link Distinct}, which then sees
+   * each distinct struct of arguments, NULL fields and all, as Flink's does.
+   */
+  static Fn user(streamsql.engine.udf.FlinkAggregate function, DataType argType, DataType resultType,
+                 boolean distinct, boolean inOrder) {
+    Fn fn = new User(function, argType, resultType, inOrder);
+    return distinct ? new Distinct(fn, false) : fn;
+  }
+
+  static final class User extends Fn {
+    private final streamsql.engine.udf.FlinkAggregate function;
+    // The input keeps its order (a table's rows, a normalized changelog's positions): the
+    // changes are applied one by one in Flink's order, as a function's result may depend
+    // on it. Else they are netted per argument tuple, retractions first.
+    private final boolean inOrder;
+
+    User(streamsql.engine.udf.FlinkAggregate function, DataType argType, DataType resultType, boolean inOrder) {
+      super(argType, resultType);
+      this.function = function;
+      this.inOrder = inOrder;
+    }
+
+    @Override
+    boolean dependsOnOrder() {
+      return inOrder;
+    }
+
+    @Override
+    boolean startsAfresh() {
+      return true;
+    }
+
+    @Override
+    Acc create() {
+      return new UserAcc(function, function.createAccumulator());
+    }
+
+    @Override
+    Acc read(DataInputStream in) throws IOException {
+      byte[] bytes = new byte[in.readInt()];
+      in.readFully(bytes);
+      return new UserAcc(function, function.read(bytes));
+    }
+  }
+
+  static final class UserAcc implements Acc {
+    private final streamsql.engine.udf.FlinkAggregate function;
+    private final Object accumulator;
+
+    UserAcc(streamsql.engine.udf.FlinkAggregate function, Object accumulator) {
+      this.function = function;
+      this.accumulator = accumulator;
+    }
+
+    @Override
+    public void add(Object value, long n) {
+      if (value != null) {
+        function.add(accumulator, (Row) value, n);
+      }
+    }
+
+    @Override
+    public Object result() {
+      return function.value(accumulator);
+    }
+
+    @Override
+    public void write(DataOutputStream out) throws IOException {
+      byte[] bytes = function.write(accumulator);
+      out.writeInt(bytes.length);
+      out.write(bytes);
+    }
+  }
+
   // ------------------------------------------------------------------ DISTINCT
 
   /** {@code f(DISTINCT x)}: counts each value; the inner function sees a value when its
@@ -633,6 +720,11 @@ final class Aggs {
     @Override
     boolean dependsOnOrder() {
       return inner.dependsOnOrder();
+    }
+
+    @Override
+    boolean startsAfresh() {
+      return inner.startsAfresh();
     }
 
     @Override

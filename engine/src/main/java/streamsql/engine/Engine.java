@@ -12,6 +12,7 @@ import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.streaming.OutputMode;
 import org.apache.spark.sql.streaming.TimeMode;
 import org.apache.spark.sql.functions;
+import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
@@ -34,6 +35,7 @@ import streamsql.engine.spec.TemporalJoin;
 import streamsql.engine.spec.TemporalSort;
 import streamsql.engine.spec.WindowJoin;
 import streamsql.engine.spec.WindowRank;
+import streamsql.engine.udf.FlinkAggregate;
 
 /**
  * The operators as the planner calls them (through py4j, job/changelog/jvm.py): each
@@ -127,8 +129,12 @@ public final class Engine {
       AggregateCall call = s.calls().get(i);
       boolean hasArg = call.argument() != null;
       argAt[i] = hasArg ? schema.fieldIndex(call.argument()) : -1;
-      fns[i] = Aggs.of(call.function(), hasArg ? schema.apply(call.argument()).dataType() : null, call.result(),
-          call.distinct(), s.appendOnly(), call.separatorOrDefault());
+      DataType argType = hasArg ? schema.apply(call.argument()).dataType() : null;
+      fns[i] = call.function().equals("user")
+          ? Aggs.user(new FlinkAggregate(call.className(), call.accumulate(), call.retract(), (StructType) argType,
+                                         call.result()), argType, call.result(), call.distinct(), s.ordered())
+          : Aggs.of(call.function(), argType, call.result(), call.distinct(), s.appendOnly(),
+                    call.separatorOrDefault());
     }
     boolean positioned = s.ordered() && Arrays.asList(schema.fieldNames()).contains(POSITION_MAJOR);
     return new AggregateOp(fns, schema.fieldIndex(SIGN), argAt, s.keys().isEmpty(), s.stateTtlMs(),

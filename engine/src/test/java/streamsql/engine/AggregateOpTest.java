@@ -19,9 +19,9 @@ import streamsql.engine.spec.AggregateCall;
 class AggregateOpTest {
   static final StructType INPUT = Harness.schema("g INT, a BIGINT, __sign INT");
   static final List<AggregateCall> CALLS = List.of(
-      new AggregateCall("count_star", "n", "\"long\"", null, false, null, 1, null),
-      new AggregateCall("sum", "total", "\"long\"", "a", false, null, 1, null),
-      new AggregateCall("max", "top", "\"long\"", "a", false, null, 1, null));
+      new AggregateCall("count_star", "n", "\"long\"", null, false, null, 1, null, null, null, null),
+      new AggregateCall("sum", "total", "\"long\"", "a", false, null, 1, null, null, null, null),
+      new AggregateCall("max", "top", "\"long\"", "a", false, null, 1, null, null, null, null));
 
   static Harness grouped() {
     return Harness.of(Engine.aggregateOp(new Aggregate(List.of("g"), CALLS, false, false, 0), INPUT));

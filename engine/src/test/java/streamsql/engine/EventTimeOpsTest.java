@@ -110,7 +110,7 @@ class EventTimeOpsTest {
 
   @Test
   void anOverAggregateEmitsEachRowWithItsFrameInTimeOrder() {
-    AggregateCall sum = new AggregateCall("sum", "total", "\"long\"", "v", false, null, 1, null);
+    AggregateCall sum = new AggregateCall("sum", "total", "\"long\"", "v", false, null, 1, null, null, null, null);
     Harness op = Harness.timed(Engine.overOp(new Over(List.of("k"), List.of("v"), true, 1, List.of(sum), "__t"),
         OVER_INPUT));
     assertEquals(List.of(), op.batch(r(1), r(1, 5L, 20L), r(1, 1L, 10L), r(1, 7L, 30L)));
@@ -124,7 +124,7 @@ class EventTimeOpsTest {
 
   @Test
   void lagGivesTheValueOfTheRowBeforeInTimeOrder() {
-    AggregateCall lag = new AggregateCall("lag", "before", "\"long\"", "v", false, null, 1, null);
+    AggregateCall lag = new AggregateCall("lag", "before", "\"long\"", "v", false, null, 1, null, null, null, null);
     Harness op = Harness.timed(Engine.overOp(new Over(List.of("k"), List.of("v"), true, -1, List.of(lag), "__t"),
         OVER_INPUT));
     op.batch(r(1), r(1, 5L, 20L), r(1, 1L, 10L));

@@ -53,6 +53,11 @@ final class Harness {
     return v.isDefined() ? v.get() : null;
   }
 
+  /** Sets a value state variable of {@code key}, as a state store restored from a checkpoint holds it. */
+  <T> void setValue(String name, Row key, T value) {
+    tester.updateValueState(name, key, value);
+  }
+
   <K, V> java.util.Map<K, V> map(String name, Row key) {
     scala.collection.immutable.Map<K, V> m = tester.peekMapState(name, key);
     return CollectionConverters.asJava(m);

@@ -17,15 +17,19 @@ import java.util.List;
  * several). A table function's {@code output}: the Java class its {@code TableFunction<T>}
  * binds T to (class name null when the class leaves T open) and the class's
  * {@code @DataTypeHint} (null for none); null for other kinds. {@code finishes}: the class
- * overrides {@code finish()}, which Flink calls at the end of a bounded input.
+ * overrides {@code finish()}, which Flink calls at the end of a bounded input. An
+ * aggregate function's {@code evals} are its {@code accumulate} methods (the accumulator
+ * their first parameter), its {@code output} the Java class its {@code AggregateFunction<T,
+ * ACC>} binds T to, and {@code aggregate} the rest of what it declares (null for other kinds).
  */
 public record FunctionDescription(String kind, String missing, String noInstance, boolean abstractClass,
                                   boolean functionHint, String hintedOutput, boolean customInference,
                                   boolean deterministic, JavaValue output, boolean finishes,
-                                  List<EvalMethod> evals) implements java.io.Serializable {
+                                  List<EvalMethod> evals, AggregateDescription aggregate)
+    implements java.io.Serializable {
 
   /** A class that cannot be loaded, and why. */
   public static FunctionDescription missing(String why) {
-    return new FunctionDescription("other", why, null, false, false, null, false, true, null, false, List.of());
+    return new FunctionDescription("other", why, null, false, false, null, false, true, null, false, List.of(), null);
   }
 }

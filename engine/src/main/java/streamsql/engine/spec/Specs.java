@@ -35,7 +35,8 @@ public final class Specs {
   /** What the engine answers the planner and the run (job/changelog/replies.py), not specs it reads. */
   public static final List<Class<? extends Record>> REPLIES = List.of(FunctionDescription.class, QueryEvent.class);
   public static final List<Class<? extends Record>> PARTS = List.of(SortKey.class, AggregateCall.class,
-      JoinSide.class, ConnectionProperty.class, DecodedColumn.class, EvalMethod.class, JavaValue.class);
+      JoinSide.class, ConnectionProperty.class, DecodedColumn.class, EvalMethod.class, JavaValue.class,
+      AggregateDescription.class);
 
   private static final ObjectMapper JSON = JsonMapper.builder()
       .propertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE)

@@ -101,14 +101,7 @@ abstract class FlinkCall implements UDF1<Object, Object>, UDF2<Object, Object, O
     }
     Class<?> cls = load();
     Method found = evalMethod(cls, method);
-    Object made = cls.getDeclaredConstructor().newInstance();
-    // Flink opens a function with a context; a function's context without a running
-    // Flink task answers its defaults (job parameters, metrics).
-    Class<?> contextClass = Class.forName(FlinkFunctions.FLINK + "FunctionContext", true, cls.getClassLoader());
-    Class<?> runtimeContext = Class.forName("org.apache.flink.api.common.functions.RuntimeContext", true,
-        cls.getClassLoader());
-    Object context = contextClass.getConstructor(runtimeContext).newInstance((Object) null);
-    cls.getMethod("open", contextClass).invoke(made, context);
+    Object made = opened(cls);
     Class<?>[] params = found.getParameterTypes();
     Function<Object, Object>[] in = new Function[arity];
     boolean[] primitives = new boolean[arity];
@@ -123,10 +116,28 @@ abstract class FlinkCall implements UDF1<Object, Object>, UDF2<Object, Object, O
     eval = found;
   }
 
+  /** A new instance of the function class, opened as a Flink task opens it. */
+  static Object opened(Class<?> cls) throws Exception {
+    Object made = cls.getDeclaredConstructor().newInstance();
+    // Flink opens a function with a context; a function's context without a running
+    // Flink task answers its defaults (job parameters, metrics).
+    Class<?> contextClass = Class.forName(FlinkFunctions.FLINK + "FunctionContext", true, cls.getClassLoader());
+    Class<?> runtimeContext = Class.forName("org.apache.flink.api.common.functions.RuntimeContext", true,
+        cls.getClassLoader());
+    Object context = contextClass.getConstructor(runtimeContext).newInstance((Object) null);
+    cls.getMethod("open", contextClass).invoke(made, context);
+    return made;
+  }
+
   /** The public eval method whose {@link Method#toGenericString()} is {@code method}. */
   static Method evalMethod(Class<?> cls, String method) {
+    return method(cls, "eval", method);
+  }
+
+  /** The public method named {@code name} whose {@link Method#toGenericString()} is {@code method}. */
+  static Method method(Class<?> cls, String name, String method) {
     for (Method m : cls.getMethods()) {
-      if (m.getName().equals("eval") && m.toGenericString().equals(method)) {
+      if (m.getName().equals(name) && m.toGenericString().equals(method)) {
         return m;
       }
     }
@@ -136,6 +147,10 @@ abstract class FlinkCall implements UDF1<Object, Object>, UDF2<Object, Object, O
   /** On an executor the task's class loader has the session's jars; on the driver (Spark
    * folding a call of constants) the session's own loader has them. */
   private Class<?> load() throws ClassNotFoundException {
+    return load(className);
+  }
+
+  static Class<?> load(String className) throws ClassNotFoundException {
     try {
       return Class.forName(className, true, Thread.currentThread().getContextClassLoader());
     } catch (ClassNotFoundException e) {
@@ -150,7 +165,7 @@ abstract class FlinkCall implements UDF1<Object, Object>, UDF2<Object, Object, O
     }
   }
 
-  private static Function<Object, Object> toFlink(Class<?> type, ClassLoader loader) throws Exception {
+  static Function<Object, Object> toFlink(Class<?> type, ClassLoader loader) throws Exception {
     switch (type.getName()) {
       case "org.apache.flink.table.data.StringData": {
         Method from = Class.forName(type.getName(), true, loader).getMethod("fromString", String.class);

@@ -26,6 +26,7 @@ import org.apache.spark.sql.expressions.UserDefinedFunction;
 import org.apache.spark.sql.functions;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.StructType;
+import streamsql.engine.spec.AggregateDescription;
 import streamsql.engine.spec.EvalMethod;
 import streamsql.engine.spec.FunctionDescription;
 import streamsql.engine.spec.JavaValue;
@@ -36,7 +37,8 @@ import streamsql.engine.spec.TableFunction;
 /**
  * Flink user-defined scalar and table functions (classes extending Flink's
  * {@code ScalarFunction} or {@code TableFunction}) on Spark, as the planner calls them
- * through py4j (job/plan/user_functions.py).
+ * through py4j (job/plan/user_functions.py); aggregate functions are described here and run
+ * by the engine's group aggregation ({@link FlinkAggregate}).
  *
  * <p>The planner first asks {@link #describe} what the class is: its Flink kind and its
  * public {@code eval} methods, each parameter's and the result's Java class and
@@ -81,9 +83,13 @@ public final class FlinkFunctions {
     } catch (ReflectiveOperationException | ClassCastException e) {
       noInstance = e.toString();
     }
+    String kind = kind(cls);
+    boolean aggregate = kind.equals("aggregate");
+    // An aggregate function's signatures are its accumulate methods (the accumulator first).
+    String evalName = aggregate ? "accumulate" : "eval";
     List<EvalMethod> evals = new ArrayList<>();
     for (Method m : cls.getMethods()) {
-      if (!m.getName().equals("eval") || Modifier.isStatic(m.getModifiers())) {
+      if (!m.getName().equals(evalName) || Modifier.isStatic(m.getModifiers()) || m.isBridge()) {
         continue;
       }
       List<JavaValue> params = new ArrayList<>();
@@ -96,53 +102,106 @@ public final class FlinkFunctions {
       evals.add(new EvalMethod(m.toGenericString(), m.isVarArgs(), methodHint.more(), methodHint.output(), params,
           new JavaValue(m.getReturnType().getName(), hint(m.getAnnotations()))));
     }
-    String kind = kind(cls);
     Hint classHint = functionHint(cls.getAnnotations());
-    JavaValue output = kind.equals("table")
-        ? new JavaValue(tableOutput(cls), hint(cls.getAnnotations())) : null;
+    JavaValue output = kind.equals("table") || aggregate
+        ? new JavaValue(typeArgument(cls, aggregate ? "AggregateFunction" : "TableFunction", 0),
+                        hint(cls.getAnnotations())) : null;
     return new FunctionDescription(kind, null, noInstance, Modifier.isAbstract(cls.getModifiers()),
         classHint.more(), classHint.output(),
         overridden(cls, "getTypeInference") || overridden(cls, "getResultType")
-            || overridden(cls, "getParameterTypes"),
-        deterministic, output, overridden(cls, "finish"), evals);
+            || overridden(cls, "getParameterTypes") || overridden(cls, "getAccumulatorType"),
+        deterministic, output, overridden(cls, "finish"), evals,
+        aggregate ? aggregateDescription(cls, classHint) : null);
+  }
+
+  /**
+   * What an aggregate function's class says of its accumulator, its value and its retract
+   * methods: the Java class {@code AggregateFunction<T, ACC>} binds ACC to (with the class's
+   * {@code @FunctionHint(accumulator = …)} as its hint), the accumulator class's fields as
+   * Flink's extraction reads them (non-static, non-transient), getValue's return class and
+   * {@code @DataTypeHint}, and every public retract method's signature (Method.toGenericString()).
+   */
+  private static AggregateDescription aggregateDescription(Class<?> cls, Hint classHint)
+      throws ReflectiveOperationException {
+    String accumulator = typeArgument(cls, "AggregateFunction", 1);
+    List<JavaValue> fields = new ArrayList<>();
+    if (accumulator != null) {
+      try {
+        for (Class<?> c = Class.forName(accumulator, false, cls.getClassLoader()); c != null && c != Object.class;
+             c = c.getSuperclass()) {
+          for (java.lang.reflect.Field f : c.getDeclaredFields()) {
+            int mods = f.getModifiers();
+            if (!Modifier.isStatic(mods) && !Modifier.isTransient(mods)) {
+              fields.add(new JavaValue(f.getType().getName(), hint(f.getAnnotations())));
+            }
+          }
+        }
+      } catch (ClassNotFoundException | LinkageError e) {
+        fields.clear();
+      }
+    }
+    JavaValue value = null;
+    List<String> retracts = new ArrayList<>();
+    for (Method m : cls.getMethods()) {
+      if (Modifier.isStatic(m.getModifiers()) || m.isBridge()) {
+        continue;
+      }
+      switch (m.getName()) {
+        case "getValue" -> {
+          if (m.getParameterCount() == 1) {
+            value = new JavaValue(m.getReturnType().getName(), hint(m.getAnnotations()));
+          }
+        }
+        case "retract" -> retracts.add(m.toGenericString());
+        default -> { }
+      }
+    }
+    return new AggregateDescription(new JavaValue(accumulator, classHint.accumulator()), fields, value, retracts);
   }
 
   /**
    * A {@code @FunctionHint}'s {@code output} type text (null: none), and whether it (or
    * several of them, {@code @FunctionHints}) declares anything else.
    */
-  record Hint(String output, boolean more) {}
+  record Hint(String output, String accumulator, boolean more) {}
 
   private static Hint functionHint(Annotation[] annotations) throws ReflectiveOperationException {
     if (hasAnnotation(annotations, "FunctionHints")) {
-      return new Hint(null, true);
+      return new Hint(null, null, true);
     }
     for (Annotation a : annotations) {
       if (!a.annotationType().getName().equals("org.apache.flink.table.annotation.FunctionHint")) {
         continue;
       }
       String output = null;
+      String accumulator = null;
       boolean more = false;
       for (Method m : a.annotationType().getDeclaredMethods()) {
         Object value = m.invoke(a);
-        if (m.getName().equals("output")) {
+        if (m.getName().equals("output") || m.getName().equals("accumulator")) {
           Object text = ((Annotation) value).annotationType().getMethod("value").invoke(value);
-          output = text == null || text.toString().isEmpty() ? null : text.toString();
+          String type = text == null || text.toString().isEmpty() ? null : text.toString();
+          if (m.getName().equals("output")) {
+            output = type;
+          } else {
+            accumulator = type;
+          }
         } else if (!Objects.deepEquals(value, m.getDefaultValue())) {
           more = true;
         }
       }
-      return new Hint(output, more);
+      return new Hint(output, accumulator, more);
     }
-    return new Hint(null, false);
+    return new Hint(null, null, false);
   }
 
   /**
-   * The Java class a table function's class binds {@code TableFunction<T>}'s T to, through
-   * its superclasses' type parameters; null when it stays a type variable (or is a wildcard
-   * or a generic array). A parameterized class gives its raw class ({@code List<String>}: List).
+   * The Java class a table function's class binds {@code TableFunction<T>}'s T to (an
+   * aggregate function's, {@code AggregateFunction<T, ACC>}'s T or ACC), through its
+   * superclasses' type parameters; null when it stays a type variable (or is a wildcard or
+   * a generic array). A parameterized class gives its raw class ({@code List<String>}: List).
    */
-  static String tableOutput(Class<?> cls) {
+  static String typeArgument(Class<?> cls, String flinkClass, int index) {
     Map<TypeVariable<?>, Type> bound = new HashMap<>();
     for (Class<?> c = cls; c != null && c != Object.class; c = c.getSuperclass()) {
       if (!(c.getGenericSuperclass() instanceof ParameterizedType p)) {
@@ -155,8 +214,8 @@ public final class FlinkFunctions {
         Type a = actual[i];
         bound.put(vars[i], a instanceof TypeVariable<?> v && bound.containsKey(v) ? bound.get(v) : a);
       }
-      if (raw.getName().equals(FLINK + "TableFunction")) {
-        Type t = bound.get(vars[0]);
+      if (raw.getName().equals(FLINK + flinkClass)) {
+        Type t = bound.get(vars[index]);
         if (t instanceof ParameterizedType pt) {
           t = pt.getRawType();
         }

@@ -163,6 +163,6 @@ class TableCallTest {
 
   @Test
   void aClassThatLeavesTOpenHasNoOutputClass() {
-    assertNull(FlinkFunctions.tableOutput(Base.class));
+    assertNull(FlinkFunctions.typeArgument(Base.class, "TableFunction", 0));
   }
 }

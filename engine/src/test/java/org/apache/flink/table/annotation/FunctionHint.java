@@ -15,5 +15,7 @@ public @interface FunctionHint {
 
   String[] argumentNames() default {""};
 
+  DataTypeHint accumulator() default @DataTypeHint();
+
   DataTypeHint output() default @DataTypeHint();
 }
