@@ -7,16 +7,17 @@ from job.changelog.specs import SortKey
 
 
 def sort_keys(planner, ordered: list, fields: list) -> list[SortKey]:
-    """The engine's sort keys for ORDER BY items ``ordered`` resolved to ``fields``, with
-    Flink's default NULL order (first ascending, last descending)."""
-    keys = []
-    for o, f in zip(ordered, fields):
-        descending = bool(o.args.get("desc"))
-        nulls_first = o.args.get("nulls_first")
-        if nulls_first is not None and bool(nulls_first) != (not descending):
-            raise planner.error(o, "NULLS FIRST / NULLS LAST against Flink's default order is not supported yet")
-        keys.append(SortKey(column=f.col, descending=descending, nulls_first=not descending))
-    return keys
+    """The engine's sort keys for ORDER BY items ``ordered`` resolved to ``fields``."""
+    return [SortKey(column=f.col, descending=bool(o.args.get("desc")), nulls_first=nulls_first(o))
+            for o, f in zip(ordered, fields)]
+
+
+def nulls_first(o: exp.Ordered) -> bool:
+    """Whether an ORDER BY item puts NULLs first: as written (NULLS FIRST / NULLS LAST),
+    else Flink's default, first ascending and last descending. (The Flink dialect's
+    parser fills in that default where the query does not say.)"""
+    written = o.args.get("nulls_first")
+    return bool(written) if written is not None else not o.args.get("desc")
 
 
 def written(planner, ordered: list) -> str:

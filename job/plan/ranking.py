@@ -1,12 +1,13 @@
 """Top-N, deduplication, and ORDER BY … LIMIT, as Flink plans them.
 
-Flink's Top-N is a pattern, not a clause: a subquery computes ``ROW_NUMBER()`` (or
-``RANK()``, ``DENSE_RANK()``) ``OVER (PARTITION BY … ORDER BY …)`` and the outer query
+Flink's Top-N is a pattern, not a clause: a subquery computes ``ROW_NUMBER()`` ``OVER
+(PARTITION BY … ORDER BY …)`` and the outer query
 keeps a range of ranks (``WHERE rn <= N``). The rows in the range change as rows arrive
 and leave; the result is an updating table (+I/-U/+U/-D). With ``ROW_NUMBER``, ``rn = 1``
 and a time attribute as the only order key it is Flink's deduplication: keeping the
 first row per key by processing time emits each key's row once (an append-only result),
-any other order may replace it.
+any other order may replace it. ``RANK()`` and ``DENSE_RANK()`` in that place are refused,
+as Flink 2.3 refuses them on a stream.
 """
 from __future__ import annotations
 
@@ -114,6 +115,11 @@ def top_n(planner, inner: exp.Select, position: int, window: exp.Window, alias: 
     from pyspark.sql import functions as F
 
     function = RANKING[window.this.name.upper()]
+    if function != "row_number":
+        # Flink 2.3 plans RANK() and DENSE_RANK() filters as a Rank node and then fails
+        # to translate it for a stream: refused here too, before anything runs.
+        raise planner.error(window.this, f"{window.this.name.upper()}() on streaming table is not supported "
+                                         "currently (Flink runs only ROW_NUMBER() as Top-N)", hint=TOPN_HINT)
     if window.this.expressions:
         raise planner.error(window.this, f"{window.this.name.upper()}() takes no arguments")
     if window.args.get("spec") is not None:
@@ -133,14 +139,12 @@ def top_n(planner, inner: exp.Select, position: int, window: exp.Window, alias: 
     pcols = [f.col for f in rel.fields[len(visible): len(visible) + len(partition)]]
     order_fields = rel.fields[len(visible) + len(partition):]
     descending = tuple(bool(o.args.get("desc")) for o in order.expressions)
-    for o in order.expressions:
-        nulls_first = o.args.get("nulls_first")
-        default = not o.args.get("desc")  # Flink: NULLs first ascending, last descending
-        if nulls_first is not None and bool(nulls_first) != default:
-            raise planner.error(o, "NULLS FIRST / NULLS LAST against Flink's default order is not supported yet")
+    from job.plan.ordering import nulls_first
+    sort = [SortKey(column=f.col, descending=d, nulls_first=nulls_first(o))
+            for f, d, o in zip(order_fields, descending, order.expressions)]
     from job.plan import window_rank
 
-    windowed = window_rank.plan_window_rank(planner, rel, partition, pcols, visible, order_fields, descending,
+    windowed = window_rank.plan_window_rank(planner, rel, partition, pcols, visible, sort,
                                             function, lower, upper, shows_rank, alias, order)
     if windowed is not None:  # ranked by window: Flink's window Top-N (append-only)
         return windowed
@@ -162,7 +166,6 @@ def top_n(planner, inner: exp.Select, position: int, window: exp.Window, alias: 
     # that keeps the latest row: Flink's keeps the last of rows with equal event times.
     newest_first = (time_order and order_fields[-1].time == "proctime" and descending[-1]) or \
         (dedup and descending[0])
-    sort = [SortKey(column=f.col, descending=d, nulls_first=not d) for f, d in zip(order_fields, descending)]
     ranked = engine.rank(planner, df, pcols, [f.col for f in visible], sort, function, lower, upper,
                          rel.append_only, shows_rank, newest_first)
     rank_col = planner.fresh()

@@ -182,6 +182,10 @@ def window_aggregate(planner, rel: Rel, node: exp.Select, window: Window, keys: 
     out_fields, selected = [], []
     replaced = dict(replacements)
     zone_columns = shown_columns(F.col(wcol), window.zone) if window.zone and not shown else {}
+    time_mark = None
+    if not window.processing_time and time_field.col in rel.df.columns:
+        metadata = rel.df.schema[time_field.col].metadata
+        time_mark = metadata if "spark.watermarkDelayMs" in metadata else None
     for name, source in window_fields.items():
         if shown:
             value = F.col(f"`{source.col}`")
@@ -193,7 +197,15 @@ def window_aggregate(planner, rel: Rel, node: exp.Select, window: Window, keys: 
             value = F.col(f"{wcol}.end")
         else:
             value = F.col(f"{wcol}.end") - F.expr("INTERVAL 1 MILLISECOND")
-        selected.append(value.alias(source.col))
+        if name == "window_time" and time_mark is not None:
+            # A time attribute, as in Flink: a window aggregation (or interval join…) over
+            # window_time closes on Spark's watermark, which this mark carries on. A
+            # window is emitted once the watermark has passed its end, so its window_time
+            # is never behind the watermark the next operator checks.
+            value = value.alias(source.col, metadata=time_mark)
+        else:
+            value = value.alias(source.col)
+        selected.append(value)
         out_fields.append(source)
         replaced[flink_key(exp.column(name))] = Typed(f"`{source.col}`", source.type)
     for k, v, col in zip(keys, key_values, key_cols):

@@ -13,15 +13,15 @@ from __future__ import annotations
 from sqlglot import exp
 
 from job.changelog.columns import RANK
-from job.changelog.specs import SortKey, WindowRank
+from job.changelog.specs import WindowRank
 from job.plan import engine, nodes
 from job.plan.event_time import time_attributes_kept, waits, without_event_time
 from job.plan.relation import Field, Rel
 from job.sql.types import BIGINT_TYPE
 
 
-def plan_window_rank(planner, rel: Rel, partition: list, pcols: list, visible: list, order_fields: list,
-                     descending: tuple, function: str, lower: int, upper: int, shows_rank: bool, alias: str,
+def plan_window_rank(planner, rel: Rel, partition: list, pcols: list, visible: list, sort: list,
+                     function: str, lower: int, upper: int, shows_rank: bool, alias: str,
                      order: exp.Order):
     """The window Top-N, planned; None when the ranking is not over windows."""
     from pyspark.sql import functions as F
@@ -33,12 +33,11 @@ def plan_window_rank(planner, rel: Rel, partition: list, pcols: list, visible: l
     if end.type.name != "TIMESTAMP":
         return None
     rows = [f.col for f in visible]
-    sort_cols = [f.col for f in order_fields]
+    sort_cols = [k.column for k in sort]
     wanted = list(dict.fromkeys(rows + pcols + sort_cols))
     df = without_event_time(rel.df).select(*[F.col(f"`{c}`") for c in wanted],
                                            (F.expr(f"unix_millis(`{end.col}`)") - 1).alias("__t"))
-    sort = tuple(SortKey(column=c, descending=d, nulls_first=not d) for c, d in zip(sort_cols, descending))
-    spec = WindowRank(keys=tuple(pcols), row=tuple(rows), sort=sort, time="__t", lower=lower, upper=upper,
+    spec = WindowRank(keys=tuple(pcols), row=tuple(rows), sort=tuple(sort), time="__t", lower=lower, upper=upper,
                       show_rank=shows_rank)
     ranked = engine.call(planner, spec, df)
     waits(planner, 0)

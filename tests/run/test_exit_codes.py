@@ -46,6 +46,9 @@ DATAGEN = ("CREATE TABLE orders (id BIGINT, cat INT, amount DOUBLE) "
     ("INSERT INTO out1 SELECT CAST(id AS STRING), CAST(rn AS INT) FROM (\n"
      "  SELECT id, ROW_NUMBER() OVER (PARTITION BY cat ORDER BY amount DESC) AS rn FROM orders)",
      "needs a range of ranks in the outer WHERE", "Top-N"),
+    ("INSERT INTO out1 SELECT CAST(id AS STRING), CAST(r AS INT) FROM (\n"
+     "  SELECT id, RANK() OVER (PARTITION BY cat ORDER BY amount DESC) AS r FROM orders) WHERE r <= 2",
+     "RANK() on streaming table is not supported currently", "ROW_NUMBER()"),
     ("INSERT INTO out1 SELECT CAST(id AS STRING), cat FROM orders ORDER BY amount",
      "Sort on a non-time-attribute field is not supported", "LIMIT"),
 ])

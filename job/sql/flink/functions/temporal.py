@@ -235,7 +235,8 @@ def timestampadd(call):
 
 
 @scalar("TIMESTAMPDIFF", CATEGORY, "TIMESTAMPDIFF(timepointunit, timepoint1, timepoint2)",
-        "The whole number of units from TIMEPOINT1 to TIMEPOINT2, an INT.")
+        "The whole number of units from TIMEPOINT1 to TIMEPOINT2, an INT; months as Flink counts them (January 31 "
+        "to February 29 is one month), quarters and years from those.")
 def timestampdiff(call):
     call.arity(3)
     unit = _UNIT_ALIASES.get(call.unit(0), call.unit(0))
@@ -246,7 +247,31 @@ def timestampdiff(call):
         call.refuse("TIMESTAMPDIFF compares two TIMESTAMPs or two TIMESTAMP_LTZs")
     sa = a.sql if a.type.name != "DATE" else f"CAST({a.sql} AS TIMESTAMP)"
     sb = b.sql if b.type.name != "DATE" else f"CAST({b.sql} AS TIMESTAMP)"
-    return Typed(f"CAST(timestampdiff({unit}, {sa}, {sb}) AS INT)", INT_TYPE.nullable_as(call.nullable(a, b)))
+    nullable = INT_TYPE.nullable_as(call.nullable(a, b))
+    if unit in ("MONTH", "QUARTER", "YEAR") and a.type.name != "TIMESTAMP_LTZ":
+        months = _months_between(sa, sb)
+        divided = {"MONTH": months, "QUARTER": f"({months}) div 3", "YEAR": f"({months}) div 12"}[unit]
+        return Typed(f"CAST({divided} AS INT)", nullable)
+    return Typed(f"CAST(timestampdiff({unit}, {sa}, {sb}) AS INT)", nullable)
+
+
+def _months_between(start: str, end: str) -> str:
+    """The whole months from ``start`` to ``end`` as Flink counts them (Calcite's
+    DateTimeUtils.subtractMonths): the largest m for which start's date plus m months,
+    clamped to the month's last day, is not after end's date (so Jan 31 to Feb 29 is a
+    month), less one when that lands on end's date but at a later time of day. Quarters
+    and years are those months divided by 3 or 12, truncated. Spark's timestampdiff counts
+    whole calendar months without the clamp (Jan 31 to Feb 29 is none)."""
+    d0, d1 = f"CAST({end} AS DATE)", f"CAST({start} AS DATE)"
+
+    def whole(hi: str, lo: str) -> str:
+        naive = f"((year({hi}) * 12 + month({hi})) - (year({lo}) * 12 + month({lo})))"
+        return f"({naive} - CASE WHEN day({lo}) > day({hi}) AND {hi} <> last_day({hi}) THEN 1 ELSE 0 END)"
+
+    x = f"(CASE WHEN {d0} >= {d1} THEN {whole(d0, d1)} ELSE -{whole(d1, d0)} END)"
+    clock = "'HH:mm:ss.SSSSSS'"
+    earlier = f"date_format({end}, {clock}) < date_format({start}, {clock})"
+    return f"({x} - CASE WHEN add_months({d1}, {x}) = {d0} AND {earlier} THEN 1 ELSE 0 END)"
 
 
 _TRUNC = {"YEAR": "YEAR", "QUARTER": "QUARTER", "MONTH": "MONTH", "WEEK": "WEEK", "DAY": "DAY", "HOUR": "HOUR",
