@@ -60,6 +60,11 @@ def get_spark():
             # tests start included, compile as usual, and the engine's expressions are
             # interpreted either way (CodegenFallback).
             .config("spark.sql.codegen.factoryMode", "NO_CODEGEN")
+            # One session runs every test of a run (1,900 of them, ~600 differential cases, each
+            # its own queries): with the default 1 GiB heap a window aggregation late in the
+            # differential run found no execution memory left (AGGREGATE_OUT_OF_MEMORY),
+            # though it passes alone.
+            .config("spark.driver.memory", "2g")
             .config("spark.jars", ",".join(spark_jars()))
             # The job's own driver JVM options (job/run/driver_jvm.py: the class archive, the
             # parallel collector, C2 later, RocksDB's library), as a job run has them: 18% less
